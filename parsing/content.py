@@ -1,0 +1,167 @@
+"""Content parsers: turn a region's raw body into its value (spec section 5).
+
+Each parser is ``parser(body: str, args: dict) -> value`` and raises
+``ValueError`` on malformed input, as transformers 5.23's do. ``args`` is the
+field's ``content_args`` (not validated at load time, as in the reference).
+User regexes (``tag_pattern``) run under the parser's time budget.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import regex
+
+from .errors import PatternTimeoutError
+
+# Placeholder markers for strings pulled out by `string_delims`: control characters that real model output never
+# contains; input that does contain them is refused rather than mis-parsed.
+_HOLE_OPEN, _HOLE_CLOSE = "\x01", "\x02"
+_BARE_KEY = regex.compile(r"(?<=[{,])(\w+):")
+
+
+def parse_text(body: str, args: dict) -> str:
+    """The body, stripped of surrounding whitespace unless ``args["strip"]`` is false."""
+    return body.strip() if args.get("strip", True) else body
+
+
+def parse_int(body: str, args: dict) -> int:
+    """``int`` of the stripped body; ValueError if it is not an integer."""
+    return int(parse_text(body, args))
+
+
+def parse_float(body: str, args: dict) -> float:
+    """``float`` of the stripped body; ValueError if it is not a number."""
+    return float(parse_text(body, args))
+
+
+def parse_bool(body: str, args: dict) -> bool:
+    """True iff the stripped, lower-cased body is ``true`` or ``1``."""
+    return parse_text(body, args).lower() in ("true", "1")
+
+
+def parse_json(body: str, args: dict) -> Any:
+    """JSON with dialect knobs for what models emit.
+
+    ``args``: ``string_delims`` (list of ``[open, close]``: text between them becomes a JSON string),
+    ``unquoted_keys`` (bare identifier keys right after ``{`` or ``,`` get quoted), ``allow_non_json``
+    (return the stripped body instead of raising).
+
+    Raises:
+        ValueError: not JSON (after the dialect rewrites), or the body contains the reserved characters
+            U+0001/U+0002 while ``string_delims`` is set.
+    """
+    string_delims = args.get("string_delims", [])
+    if string_delims and (_HOLE_OPEN in body or _HOLE_CLOSE in body):
+        raise ValueError("json: input contains reserved control characters (\\x01/\\x02); cannot parse safely.")
+    rewritten = body
+    pulled: list[str] = []
+
+    def pull(match) -> str:
+        pulled.append(match.group(1))
+        return f"{_HOLE_OPEN}{len(pulled) - 1}{_HOLE_CLOSE}"
+
+    for open_d, close_d in string_delims:
+        rewritten = regex.sub(regex.escape(open_d) + r"(.*?)" + regex.escape(close_d), pull, rewritten,
+                              flags=regex.DOTALL)
+    if args.get("unquoted_keys", False):
+        rewritten = _BARE_KEY.sub(r'"\1":', rewritten)
+    for i, text in enumerate(pulled):
+        rewritten = rewritten.replace(f"{_HOLE_OPEN}{i}{_HOLE_CLOSE}", json.dumps(text))
+    try:
+        return json.loads(rewritten)
+    except json.JSONDecodeError as exc:
+        if args.get("allow_non_json"):
+            return parse_text(body, args)
+        if rewritten == body:
+            raise ValueError(f"json: the region is not valid JSON ({exc}).\nBody: {body!r}") from exc
+        raise ValueError(f"json: not valid JSON after the dialect rewrites ({exc}).\n"
+                         f"Body: {body!r}\nRewritten: {rewritten!r}") from exc
+
+
+def _parse_nested(raw: Any, value_parser: dict | None) -> Any:
+    if value_parser is None:
+        return raw
+    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}))
+
+
+def parse_xml_inline(body: str, args: dict, timeout: float | None = None, field: str | None = None) -> dict:
+    """Flat XML-like tags to an object.
+
+    ``args``: ``tag_pattern`` (required regex with named groups ``key`` and ``value``), ``value_parser``
+    (``{"name": parser, "args": {...}}`` applied to each value), ``merge_duplicates`` (repeated keys collect
+    into a list instead of the last one winning).
+
+    Raises:
+        ValueError: no ``tag_pattern``, or a match without a ``key`` group.
+        regex.error: ``tag_pattern`` does not compile (transformers does not check it at load time either).
+        PatternTimeoutError: ``tag_pattern`` ran past the time budget.
+    """
+    tag_pattern = args.get("tag_pattern")
+    if tag_pattern is None:
+        raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
+    value_parser = args.get("value_parser")
+    merge = args.get("merge_duplicates", False)
+    out: dict[str, Any] = {}
+    try:
+        matches = list(regex.finditer(tag_pattern, body, flags=regex.DOTALL, timeout=timeout))
+    except TimeoutError:
+        raise PatternTimeoutError(field, "tag_pattern", tag_pattern, timeout) from None
+    for m in matches:
+        groups = m.groupdict()
+        key = groups.get("key")
+        if key is None:
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
+        value = _parse_nested(groups.get("value", ""), value_parser)
+        if merge and key in out:
+            if not isinstance(out[key], list):
+                out[key] = [out[key]]
+            out[key].append(value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_kv_lines(body: str, args: dict) -> dict:
+    """``key<kv_sep>value`` lines to an object.
+
+    ``args``: ``line_sep`` (default newline), ``kv_sep`` (default ``:``; split at its first occurrence),
+    ``strip`` (default true), ``value_parser``. Empty lines and lines without ``kv_sep`` are skipped.
+    """
+    line_sep = args.get("line_sep", "\n")
+    kv_sep = args.get("kv_sep", ":")
+    value_parser = args.get("value_parser")
+    out: dict[str, Any] = {}
+    for line in body.split(line_sep):
+        line = parse_text(line, args)
+        if not line or kv_sep not in line:
+            continue
+        key, value = line.split(kv_sep, 1)
+        out[parse_text(key, args)] = _parse_nested(parse_text(value, args), value_parser)
+    return out
+
+
+CONTENT_PARSERS: dict[str, Callable[..., Any]] = {
+    "text": parse_text,
+    "int": parse_int,
+    "float": parse_float,
+    "bool": parse_bool,
+    "json": parse_json,
+    "xml-inline": parse_xml_inline,
+    "kv-lines": parse_kv_lines,
+}
+
+
+def parse_content(body: str, name: str, args: dict, *, timeout: float | None = None,
+                  field: str | None = None) -> Any:
+    """Run content parser ``name`` on ``body``.
+
+    Raises:
+        KeyError: unknown parser name (only reachable through a nested ``value_parser``).
+        ValueError: the parser rejects the body.
+    """
+    parser = CONTENT_PARSERS[name]
+    if parser is parse_xml_inline:
+        return parser(body, args, timeout=timeout, field=field)
+    return parser(body, args)

@@ -1,0 +1,383 @@
+"""The streaming response parser and the one-shot `parse_response`.
+
+Behaviour follows transformers 5.23's ``chat_parsing`` exactly (messages,
+events, exception types; spec sections 3 to 7), with three differences that
+never change a message the reference's one-shot parse would give:
+
+* Linear time: consumed text is dropped from the scan buffer (a small window
+  is kept as lookbehind context) and region bodies are kept as lists of
+  chunks, so a feed costs time in the size of the chunk, not of the stream.
+* Every chunking gives the one-shot result: a delimiter whose match could
+  still change is held until decided (see `parsing.scanner`).
+* Opt-in extras: ``spans=True`` (offsets on every event, delimiter matches,
+  held bytes, a tiling of the stream into segments) and ``recover=True``
+  (a region whose value cannot be built becomes a ``region_error`` event and
+  parsing goes on).
+"""
+
+from __future__ import annotations
+
+import logging
+from copy import deepcopy
+from typing import Any, Callable
+
+from .content import parse_content
+from .scanner import Hit, scan
+from .template import CompiledTemplate, FieldSpec, load_template
+from .tools import tool_parameters, type_tool_calls
+from .transform import transform_value
+
+logger = logging.getLogger(__name__)
+
+# Text kept before the consumed position as lookbehind context; trimming happens once this much more has
+# been consumed, so the cost of trimming is amortised over the text it drops.
+CONTEXT_CHARS = 4096
+TRIM_EVERY = 16384
+DEFAULT_REGEX_TIMEOUT = 1.0
+
+_PREFIX_REQUIRED = (
+    "`ResponseParser`/`parse_response` needs `prefix` (the chat prompt sent to the model before generation): "
+    "chat templates often pre-write part of the assistant message (an opening `<think>` tag, say) that the "
+    'parser must see. If the generation already holds the complete message, pass `prefix=""` to opt out.'
+)
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
+
+
+class ResponseParser:
+    """Streaming parser for one generated assistant message.
+
+    Args:
+        template: a template dict, JSON text, a path, or a `CompiledTemplate` (compile once with
+            `load_template` and reuse it across parsers).
+        prefix: the prompt that preceded generation (text). Required: ``None`` raises ValueError, ``""`` opts
+            out. It is cut after the last start-anchor match and run through the parser before any generation;
+            the events that produces are `initial_events`.
+        tools: tools offered to the model (JSON schemas as for ``apply_chat_template``, or Python functions);
+            string tool-call arguments are cast to their schema types when a region closes.
+        spans: record offsets (see class attributes below).
+        recover: turn a region's parse/transform failure into a ``region_error`` event instead of raising.
+        regex_timeout: time budget in seconds for each user-regex call (None: unlimited).
+
+    Events are dicts: ``{"type": "region_open", "field"}``, ``{"type": "region_chunk", "field", "text",
+    "dirty"}``, ``{"type": "region_close", "field", "value"}``, and with ``recover`` ``{"type":
+    "region_error", "field", "message", "raw"}``. With ``spans`` each also has ``start`` and ``end``:
+    character offsets into `stream_text`.
+
+    Attributes (``spans=True``):
+        stream_text: the parsed stream so far: the prefix after its last anchor, then the generation.
+        prefix_length: how many leading characters of `stream_text` came from the prefix.
+        dropped_prefix: the prefix text up to and including the last anchor match (not parsed).
+        delimiters: every committed delimiter match, ``{"field", "kind", "start", "end", "text", "captures"}``.
+
+    Raises:
+        TemplateError: (ValueError) the template is invalid.
+        ValueError: ``prefix`` is None; a region's body does not parse; a required field is missing at
+            `finalize`; ``join`` on a value that is not a string.
+        KeyError: a transform names an unknown variable.
+        RuntimeError: `feed` or `finalize` after `finalize`.
+        PatternTimeoutError: a user regex ran past ``regex_timeout``.
+    """
+
+    def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
+                 spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT):
+        self.template: CompiledTemplate = load_template(template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
+        self._tool_params = tool_parameters(tools)
+        self._spans = spans
+        self._recover = recover
+        self._timeout = regex_timeout
+        self._fields = self.template.fields
+        self._implicit = self.template.implicit
+        self._implicit_watch = self._watch_for(None)
+        self._output: dict[str, Any] = deepcopy(self.template.defaults)
+        # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset.
+        self._buf = ""
+        self._base = 0
+        self._pos = 0
+        self._current: str | None = self._implicit
+        self._opened = False
+        self._captures: dict = {}
+        self._body: list[str] = []
+        self._finalized = False
+        # Span bookkeeping (only filled with spans=True).
+        self._stream_parts: list[str] = []
+        self._stream_cache: str | None = None
+        self._segments: list[list] = []  # [kind, field, start, end]
+        self.delimiters: list[dict] = []
+        self.prefix_length = 0
+        self.dropped_prefix = ""
+        self.initial_events: list[dict] = []
+        if prefix:
+            dropped, kept = self.template.truncate_prefix(prefix, timeout=self._timeout)
+            if not dropped:
+                logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
+            if spans:
+                self.dropped_prefix = dropped
+            if kept:
+                self.prefix_length = len(kept)
+                self._append(kept)
+                self._process(self.initial_events, eos=False)
+
+    # ----------------------------------------------------------------- public API
+    def feed(self, text: str) -> list[dict]:
+        """Feed the next chunk of generated text; returns the events it produced (possibly none).
+
+        Raises:
+            RuntimeError: after `finalize`.
+            ValueError, KeyError: a region closed and its value could not be built (see the class doc).
+        """
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        if text:
+            self._append(text)
+        events: list[dict] = []
+        self._process(events, eos=False)
+        return events
+
+    def finalize(self) -> tuple[dict, list[dict]]:
+        """End the stream: flush held bytes, close the open region, check required fields, prune empty keys.
+
+        Returns:
+            ``(message, final_events)``. Keys whose value is None or an empty string/list/dict are dropped
+            unless they are in the template's ``defaults``.
+
+        Raises:
+            RuntimeError: called twice.
+            ValueError: a field with ``optional: false`` produced nothing; or a region failed as in `feed`.
+        """
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        events: list[dict] = []
+        self._process(events, eos=True)
+        if self._spans and self._pos < self._end:
+            # Text left unparsed (only after a zero-width implicit close): account for it.
+            self._segment("discarded", None, self._pos, self._end)
+        missing = [name for name, f in self._fields.items() if not f.optional and name not in self._output]
+        if missing:
+            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+        defaults = self.template.defaults
+        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        self._finalized = True
+        return self._output, events
+
+    @property
+    def finalized(self) -> bool:
+        """Whether `finalize` has run."""
+        return self._finalized
+
+    @property
+    def stream_text(self) -> str:
+        """The parsed stream so far (``spans=True`` only; else an empty string)."""
+        if self._stream_cache is None:
+            self._stream_cache = "".join(self._stream_parts)
+            self._stream_parts = [self._stream_cache] if self._stream_cache else []
+        return self._stream_cache
+
+    def held(self) -> tuple[int, int]:
+        """``(start, end)`` offsets of the bytes currently held back as a possible delimiter (start == end: none)."""
+        return self._pos, self._end
+
+    def segments(self) -> list[dict]:
+        """How every character of `stream_text` was used (``spans=True``), complete after `finalize`.
+
+        Returns a list of ``{"kind": "delimiter"|"body"|"discarded", "field": name or None, "start", "end",
+        "origin": "prefix"|"generation"}`` in order, tiling the consumed stream without gap or overlap; a
+        segment never straddles the prefix/generation boundary. Before `finalize`, the held bytes
+        (`held`) are not yet covered.
+        """
+        out = []
+        boundary = self.prefix_length
+        for kind, field, start, end in self._segments:
+            pieces = [(start, end)]
+            if start < boundary < end:
+                pieces = [(start, boundary), (boundary, end)]
+            for a, b in pieces:
+                out.append({"kind": kind, "field": field, "start": a, "end": b,
+                            "origin": "prefix" if b <= boundary else "generation"})
+        return out
+
+    @property
+    def message(self) -> dict:
+        """The message as built so far (closed regions only), without pruning. Do not mutate."""
+        return self._output
+
+    # ----------------------------------------------------------------- internals
+    @property
+    def _end(self) -> int:
+        return self._base + len(self._buf)
+
+    def _append(self, text: str) -> None:
+        self._buf += text
+        if self._spans:
+            self._stream_parts.append(text)
+            self._stream_cache = None
+
+    def _trim(self) -> None:
+        """Drop consumed text from the scan buffer, keeping `CONTEXT_CHARS` of it for lookbehinds."""
+        consumed = self._pos - self._base
+        if consumed >= TRIM_EVERY + CONTEXT_CHARS:
+            cut = consumed - CONTEXT_CHARS
+            self._buf = self._buf[cut:]
+            self._base += cut
+
+    def _watch_for(self, current: str | None) -> list:
+        """Delimiters that can fire: in an explicit region only its close; else every open and the implicit close."""
+        if current is not None and current != self._implicit:
+            close = self._fields[current].close
+            return [close] if close is not None else []
+        watch = [f.open for f in self._fields.values() if f.open is not None]
+        if self._implicit is not None and self._fields[self._implicit].close is not None:
+            watch.append(self._fields[self._implicit].close)
+        return watch
+
+    def _process(self, events: list[dict], eos: bool) -> None:
+        base = self._base
+        while True:
+            watch = self._implicit_watch if self._current in (None, self._implicit) else self._watch_for(self._current)
+            hit, hold = scan(watch, self._buf, self._pos - base, eos, self._timeout) if watch else (None, len(self._buf))
+            if hit is not None:
+                start, end = hit.start + base, hit.end + base
+                if start > self._pos:
+                    self._route(events, self._pos, start)
+                self._pos = end
+                if hit.kind == "open":
+                    self._close_current(events, start, start)
+                    self._record_delimiter(hit, start, end)
+                    self._open_explicit(events, hit, start, end)
+                else:
+                    had_content = self._opened
+                    self._record_delimiter(hit, start, end)
+                    self._close_current(events, start, end)
+                    if not had_content and start == end:
+                        break  # a zero-width close on an empty region would fire forever
+                continue
+            if eos:
+                if self._pos < self._end:
+                    self._route(events, self._pos, self._end)
+                    self._pos = self._end
+                self._close_current(events, self._end, self._end)
+                break
+            hold_abs = hold + base
+            if hold_abs > self._pos:
+                self._route(events, self._pos, hold_abs)
+                self._pos = hold_abs
+            break
+        self._trim()
+
+    def _route(self, events: list[dict], start: int, end: int) -> None:
+        """Send stream[start:end] to the current region (or discard it when there is none)."""
+        if self._current is None:
+            if self._spans:
+                self._segment("discarded", None, start, end)
+            return
+        text = self._buf[start - self._base:end - self._base]
+        field = self._fields[self._current]
+        if not self._opened:
+            self._emit(events, {"type": "region_open", "field": self._current}, start, start)
+            self._opened = True
+        self._body.append(text)
+        self._emit(events, {"type": "region_chunk", "field": self._current, "text": text, "dirty": field.dirty},
+                   start, end)
+        if self._spans:
+            self._segment("body", self._current, start, end)
+
+    def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
+        self._current = hit.delim.field
+        self._captures = hit.captures
+        self._body = []
+        self._opened = True
+        self._emit(events, {"type": "region_open", "field": self._current}, start, end)
+
+    def _close_current(self, events: list[dict], start: int, end: int) -> None:
+        """Close the current region (if it ever opened), store its value, and return to the implicit region."""
+        if self._current is not None and self._opened:
+            field = self._fields[self._current]
+            raw = "".join(self._body)
+            if self._recover:
+                try:
+                    value = self._build_value(field, raw)
+                except Exception as exc:  # noqa: BLE001 - any failure of a region's value is reported on it
+                    self._emit(events, {"type": "region_error", "field": field.name,
+                                        "message": f"{type(exc).__name__}: {exc}", "raw": raw}, start, end)
+                    self._reset()
+                    return
+            else:
+                value = self._build_value(field, raw)
+            self._store(field, value)
+            self._emit(events, {"type": "region_close", "field": field.name, "value": value}, start, end)
+        self._reset()
+
+    def _build_value(self, field: FieldSpec, raw: str) -> Any:
+        value = parse_content(raw, field.content, field.content_args, timeout=self._timeout, field=field.name)
+        value = transform_value(value, field, self._captures)
+        if self._tool_params:
+            value = type_tool_calls(value, self._tool_params)
+        if field.join is not None and not isinstance(value, str):
+            raise ValueError(f"Field '{field.name}': 'join' requires each match to parse to a string, "
+                             f"got {type(value).__name__}.")
+        return value
+
+    def _store(self, field: FieldSpec, value: Any) -> None:
+        name = field.name
+        if field.join is not None:
+            previous = self._output.get(name)
+            self._output[name] = value if previous is None else previous + field.join + value
+        elif field.repeats:
+            self._output.setdefault(name, []).append(value)
+        else:
+            self._output[name] = value
+
+    def _reset(self) -> None:
+        self._current = self._implicit
+        self._captures = {}
+        self._body = []
+        self._opened = False
+
+    def _emit(self, events: list[dict], event: dict, start: int, end: int) -> None:
+        if self._spans:
+            event["start"], event["end"] = start, end
+        events.append(event)
+
+    def _record_delimiter(self, hit: Hit, start: int, end: int) -> None:
+        if not self._spans:
+            return
+        self.delimiters.append({"field": hit.delim.field, "kind": hit.kind, "start": start, "end": end,
+                                "text": self._buf[hit.start:hit.end], "captures": dict(hit.captures)})
+        if end > start:
+            self._segment("delimiter", hit.delim.field, start, end)
+
+    def _segment(self, kind: str, field: str | None, start: int, end: int) -> None:
+        if end <= start:
+            return
+        last = self._segments[-1] if self._segments else None
+        if last is not None and last[0] == kind and last[1] == field and last[3] == start and kind != "delimiter":
+            last[3] = end
+        else:
+            self._segments.append([kind, field, start, end])
+
+
+def parse_response(text: str, template: Any, *, prefix: str | None = None,
+                   tools: list[dict | Callable] | None = None, **options: Any) -> dict:
+    """Parse a complete generation in one shot.
+
+    Args:
+        text: the generated text (special tokens kept).
+        template: template dict, JSON text, path, or `CompiledTemplate`.
+        prefix: the prompt before generation (required; ``""`` opts out).
+        tools: tools offered to the model, for typing tool-call arguments.
+        options: `ResponseParser` options (``recover``, ``regex_timeout``).
+
+    Returns:
+        The message dict.
+
+    Raises:
+        The same as `ResponseParser`.
+    """
+    parser = ResponseParser(template, prefix=prefix, tools=tools, **options)
+    parser.feed(text)
+    message, _ = parser.finalize()
+    return message

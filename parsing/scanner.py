@@ -1,0 +1,152 @@
+"""Delimiter matching with streaming hold-back.
+
+Given the unconsumed part of the stream and the delimiters being watched, the
+scanner finds the delimiter to commit next, if any, and the leftmost position
+from which bytes must be held back because more input could still turn them
+into (part of) a delimiter, or change which delimiter wins.
+
+Rules (spec section 4), plus the one place where we are stricter than the
+transformers reference so that every chunking gives the one-shot result:
+
+* A partial match (the text ends inside a possible delimiter) holds from its start.
+* A complete match that ends at the buffer edge is held if more input could
+  change it: any regex, any zero-width match, or a literal list in which one
+  literal is a prefix of another. A complete literal no other literal extends
+  commits at once.
+* Stricter than the reference: a complete match is also held when a longer or
+  earlier match of the same delimiter is still possible (``</x>(?:\\s*</y>)?``
+  seeing ``</x>\\n``; literals ``["<a>", "<a>xyz"]`` seeing ``<a>xy``; an
+  alternation whose earlier alternative is cut off by the buffer edge), and
+  when a lookahead, ``$`` or ``\\b`` in the pattern reads past the buffer edge.
+* A complete match cannot commit if it starts at or after a held position.
+* At end of stream nothing can grow: all complete matches commit.
+
+Positions are indexes into the buffer string handed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .errors import PatternTimeoutError
+from .template import Delimiter
+
+OPEN_FIRST = {"open": 0, "close": 1}
+
+
+def guarded(delim: Delimiter, method: str, text: str, *args, timeout: float | None = None, **kwargs) -> Any:
+    """Call ``delim.regex.<method>(text, *args, **kwargs)`` under the time budget.
+
+    Raises:
+        PatternTimeoutError: the call ran past ``timeout`` seconds (naming the field and the pattern).
+    """
+    try:
+        result = getattr(delim.regex, method)(text, *args, timeout=timeout, **kwargs)
+        if method == "finditer":
+            result = list(result)
+        return result
+    except TimeoutError:
+        raise PatternTimeoutError(delim.field, delim.kind, delim.source, timeout) from None
+
+
+@dataclass
+class Hit:
+    """A committable delimiter match: ``start``/``end`` in the buffer, and its named captures."""
+
+    delim: Delimiter
+    start: int
+    end: int
+    captures: dict
+
+    @property
+    def kind(self) -> str:
+        return self.delim.kind
+
+
+def _literal_pending(delim: Delimiter, buf: str, lo: int, hi: int) -> int | None:
+    """Leftmost p in [lo, hi] where ``buf[p:]`` is a proper prefix of one of the literals."""
+    tail_start = max(lo, len(buf) - delim.max_width + 1)
+    for p in range(tail_start, min(hi, len(buf) - 1) + 1):
+        rest = buf[p:]
+        for lit in delim.literals:
+            if len(lit) > len(rest) and lit.startswith(rest):
+                return p
+    return None
+
+
+def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float | None) -> int | None:
+    """Leftmost p in [lo, hi] from which a match of the regex could still reach past the buffer edge."""
+    end = len(buf)
+    if delim.max_width is not None:
+        reach = delim.max_width + (delim.lookahead or 0)
+        lo = max(lo, end - reach)
+    for p in range(lo, hi + 1):
+        m = guarded(delim, "fullmatch", buf, p, partial=True, timeout=timeout)
+        if m is not None:
+            return p
+    return None
+
+
+def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
+         timeout: float | None = None) -> tuple[Hit | None, int]:
+    """Find the next delimiter to commit in ``buf[pos:]``.
+
+    Args:
+        watch: the delimiters that can fire in the current state.
+        buf: the buffer (it may start before ``pos``: earlier text is context for lookbehinds).
+        pos: where unconsumed text starts.
+        eos: end of stream; nothing is held and every complete match can commit.
+        timeout: per-call regex time budget in seconds.
+
+    Returns:
+        ``(hit, hold_start)``: the winning committable match (earliest start, then longest, then opens before
+        closes, then field name) or None; and the leftmost position that must be held back
+        (``len(buf)`` when nothing is pending).
+
+    Raises:
+        PatternTimeoutError: a pattern exceeded the budget.
+    """
+    end = len(buf)
+    hold = end
+    best: Hit | None = None
+    best_key: tuple | None = None
+    for delim in watch:
+        if eos:
+            m = guarded(delim, "search", buf, pos, timeout=timeout)
+        else:
+            m = guarded(delim, "search", buf, pos, partial=True, timeout=timeout)
+        if m is None:
+            continue
+        start, stop = m.span()
+        if not eos:
+            if m.partial:
+                hold = min(hold, start)
+                continue
+            pending = _pending_start(delim, buf, pos, start, stop, timeout)
+            if pending is not None:
+                hold = min(hold, pending)
+                if pending <= start:
+                    continue
+        key = (start, start - stop, OPEN_FIRST[delim.kind], delim.field)
+        if best_key is None or key < best_key:
+            best_key = key
+            best = Hit(delim, start, stop, {k: v for k, v in m.groupdict().items() if v is not None})
+    if best is not None and best.start >= hold:
+        best = None
+    return best, hold
+
+
+def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int,
+                   timeout: float | None) -> int | None:
+    """For a complete match at [start, stop) while streaming: the leftmost position from which the same
+    delimiter might still match differently once more text arrives, or None if the match is final."""
+    end = len(buf)
+    if stop == end:
+        if start == stop or not delim.is_literal or delim.can_extend:
+            return start
+    if delim.is_literal:
+        return _literal_pending(delim, buf, pos, start)
+    if delim.lookahead is None or stop + delim.lookahead > end:
+        return start
+    return _regex_pending(delim, buf, pos, start, timeout)

@@ -1,0 +1,479 @@
+"""Loading, validating and compiling response templates.
+
+A template is validated once and compiled into a `CompiledTemplate` that every
+parser reuses. The accepted language is exactly transformers 5.23's (see
+``shared/spec/response-templates.md``, section 2): whatever the reference
+rejects we reject, whatever it accepts we accept. Our errors are
+`TemplateError` (a ``ValueError``) carrying the JSON path of the fault and, for
+a regex, the position in the pattern; where the reference raises ``TypeError``
+(an unhashable ``content`` name, a non-string pattern) ours is a
+`TemplateTypeError`, which is both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re as _stdlib_re
+from copy import deepcopy
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+import regex
+
+from .content import CONTENT_PARSERS
+from .errors import TemplateError
+from .transform import PLACEHOLDER, check_transform_strings
+
+# Limits that keep a hostile or runaway template from tying up the parser.
+MAX_TEMPLATE_JSON_CHARS = 1_000_000
+MAX_FIELDS = 256
+MAX_PATTERN_CHARS = 20_000
+
+TEMPLATE_KEYS = frozenset({"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"})
+FIELD_KEYS = frozenset({
+    "open", "open_pattern", "close", "close_pattern", "content", "content_args",
+    "repeats", "join", "optional", "transform", "transform_each",
+})
+
+
+class TemplateTypeError(TemplateError, TypeError):
+    """A template fault for which transformers raises ``TypeError``; carries a JSON path too."""
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """One compiled delimiter: an open, a close, or the start anchor.
+
+    Attributes:
+        field: owning field name (None for the start anchor).
+        kind: ``"open"``, ``"close"`` or ``"start_anchor"``.
+        regex: compiled pattern (DOTALL; literal lists become an escaped
+            alternation, longest literal first).
+        source: the pattern as written (literals: the alternation), for messages.
+        literals: the literal strings, or None for a regex delimiter.
+        can_extend: for literals, whether one literal is a strict prefix of
+            another (so a complete match at the buffer edge may still grow).
+        max_width: the longest text the pattern can match, None if unbounded.
+        lookahead: how many characters past the end of a match the pattern may
+            inspect (lookaheads, ``$``, ``\\b``), None if unbounded.
+    """
+
+    field: str | None
+    kind: str
+    regex: Any
+    source: str
+    literals: tuple[str, ...] | None
+    can_extend: bool
+    max_width: int | None
+    lookahead: int | None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literals is not None
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One compiled field. Mirrors the keys of the field's JSON object (section 2 of the spec)."""
+
+    name: str
+    open: Delimiter | None
+    close: Delimiter | None
+    content: str
+    content_args: Any
+    repeats: Any
+    join: str | None
+    optional: Any
+    transform: Any
+    transform_each: bool
+
+    @property
+    def dirty(self) -> bool:
+        """True when chunks of this field are raw text of a structured value (json, xml-inline, kv-lines)."""
+        return self.content not in ("text", "int", "float", "bool")
+
+
+@dataclass(frozen=True)
+class CompiledTemplate:
+    """A validated template, ready for `ResponseParser`.
+
+    Attributes:
+        spec: a deep copy of the template dict as given.
+        fields: field name -> `FieldSpec`, in declaration order.
+        implicit: name of the field without an open delimiter, or None.
+        defaults: keys pre-set in every message.
+        start_anchor: the compiled anchor `Delimiter`.
+    """
+
+    spec: dict
+    fields: dict[str, FieldSpec]
+    implicit: str | None
+    defaults: dict
+    start_anchor: Delimiter
+    field_names: tuple[str, ...] = dc_field(default=())
+
+    def truncate_prefix(self, prefix: str, timeout: float | None = None) -> tuple[str, str]:
+        """Split ``prefix`` after the end of the last start-anchor match.
+
+        Returns ``(dropped, kept)``; when the anchor does not occur, ``dropped``
+        is empty and the whole prefix is kept (as in the reference, which logs it).
+        Matches are taken left to right without overlap, like ``finditer``.
+        """
+        last_end = None
+        from .scanner import guarded
+        for m in guarded(self.start_anchor, "finditer", prefix, timeout=timeout):
+            last_end = m.end()
+        if last_end is None:
+            return "", prefix
+        return prefix[:last_end], prefix[last_end:]
+
+
+def _scope_error(path: str, message: str, *, type_error: bool = False, pattern_pos: int | None = None):
+    cls = TemplateTypeError if type_error else TemplateError
+    return cls(message, path, pattern_pos=pattern_pos)
+
+
+def _join_path(*parts: str) -> str:
+    return ".".join(p for p in parts if p)
+
+
+def _pattern_reach(source: str) -> tuple[int | None, int | None]:
+    """Upper bounds on (match width, lookahead reach) of a regex, None when unbounded or unknown.
+
+    Uses the standard library's regex parser, which understands the common
+    subset; for syntax only the `regex` module knows, fall back to "unbounded
+    width" and a conservative lookahead guess from the source text.
+    """
+    try:
+        import re._parser as sre_parse  # Python 3.11+
+        from re._constants import MAXREPEAT
+    except ImportError:  # pragma: no cover - older Pythons
+        import sre_parse  # type: ignore
+        from sre_constants import MAXREPEAT  # type: ignore
+    try:
+        tree = sre_parse.parse(source, _stdlib_re.DOTALL)
+    except Exception:
+        looks_ahead = any(tok in source for tok in ("(?=", "(?!", "\\b", "\\B", "$", "\\Z", "\\m", "\\M"))
+        return None, (None if looks_ahead else 0)
+    lo, hi = tree.getwidth()
+    width = None if hi >= MAXREPEAT else hi
+    return width, _lookahead_reach(tree, sre_parse, MAXREPEAT)
+
+
+def _lookahead_reach(items, sre_parse, maxrepeat) -> int | None:
+    """Largest number of characters past the current position that any assertion in ``items`` reads."""
+    from re import _constants as c
+
+    reach = 0
+
+    def bump(value):
+        nonlocal reach
+        if reach is None:
+            return
+        reach = None if value is None else max(reach, value)
+
+    for op, av in items:
+        if op is c.AT:
+            if av in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
+                bump(1)
+            elif av is c.AT_END:  # `$` also matches before a final newline
+                bump(2)
+            elif av is c.AT_END_STRING:
+                bump(1)
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            direction, sub = av
+            if direction == 1:
+                hi = sub.getwidth()[1]
+                inner = _lookahead_reach(sub, sre_parse, maxrepeat)
+                bump(None if hi >= maxrepeat or inner is None else hi + inner)
+            else:
+                bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+        elif op is c.SUBPATTERN:
+            bump(_lookahead_reach(av[-1], sre_parse, maxrepeat))
+        elif op is c.BRANCH:
+            for sub in av[1]:
+                bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+            bump(_lookahead_reach(av[2], sre_parse, maxrepeat))
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            bump(_lookahead_reach(av, sre_parse, maxrepeat))
+        elif op is c.GROUPREF_EXISTS:
+            for sub in av[1:]:
+                if sub is not None:
+                    bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+        if reach is None:
+            return None
+    return reach
+
+
+def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
+                       literal_key: str, pattern_key: str) -> Delimiter | None:
+    if literal_key in spec and pattern_key in spec:
+        raise _scope_error(_join_path(path, pattern_key),
+                           f"cannot specify both '{literal_key}' and '{pattern_key}'")
+    if literal_key in spec:
+        raw = spec[literal_key]
+        where = _join_path(path, literal_key)
+        if isinstance(raw, str):
+            literals = [raw]
+        elif isinstance(raw, list):
+            if not raw:
+                raise _scope_error(where, f"'{literal_key}' list must contain at least one literal")
+            for i, item in enumerate(raw):
+                if not isinstance(item, str):
+                    raise _scope_error(f"{where}[{i}]", f"'{literal_key}' list must contain only strings, "
+                                                        f"got {type(item).__name__}")
+            literals = list(dict.fromkeys(raw))
+        else:
+            raise _scope_error(where, f"'{literal_key}' must be a string or a list of strings, "
+                                      f"got {type(raw).__name__}")
+        for i, lit in enumerate(literals):
+            if lit == "":
+                suffix = f"[{raw.index('')}]" if isinstance(raw, list) else ""
+                raise _scope_error(where + suffix, f"'{literal_key}' literals cannot be empty strings")
+        if sum(len(s) for s in literals) > MAX_PATTERN_CHARS:
+            raise _scope_error(where, f"literals longer than {MAX_PATTERN_CHARS} characters in all are refused")
+        ordered = sorted(literals, key=len, reverse=True)
+        source = "|".join(regex.escape(s) for s in ordered)
+        can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+        return Delimiter(field_name, kind, regex.compile(source, regex.DOTALL), source, tuple(literals),
+                         can_extend, max(len(s) for s in literals), 0)
+    if pattern_key in spec:
+        source = spec[pattern_key]
+        where = _join_path(path, pattern_key)
+        if not isinstance(source, str):
+            raise _scope_error(where, f"'{pattern_key}' must be a regex string, got {type(source).__name__}",
+                               type_error=True)
+        if len(source) > MAX_PATTERN_CHARS:
+            raise _scope_error(where, f"patterns longer than {MAX_PATTERN_CHARS} characters are refused")
+        try:
+            compiled = regex.compile(source, regex.DOTALL)
+        except regex.error as exc:
+            raise _scope_error(where, f"invalid {pattern_key} regex: {exc.msg}", pattern_pos=exc.pos) from exc
+        width, lookahead = _pattern_reach(source)
+        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead)
+    return None
+
+
+def _build_field(name: str, spec: Any) -> FieldSpec:
+    path = f"fields.{name}"
+    if not isinstance(spec, dict):
+        raise _scope_error(path, "a field must be a JSON object")
+    unknown = set(spec) - FIELD_KEYS
+    if unknown:
+        raise _scope_error(_join_path(path, sorted(unknown)[0]), f"unknown keys {sorted(unknown)}; "
+                                                                  f"allowed: {sorted(FIELD_KEYS)}")
+    content = spec.get("content", "text")
+    try:
+        known = content in CONTENT_PARSERS
+    except TypeError:
+        raise _scope_error(_join_path(path, "content"), f"content must be a parser name, got "
+                                                        f"{type(content).__name__}", type_error=True) from None
+    if not known:
+        raise _scope_error(_join_path(path, "content"),
+                           f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSERS)}")
+    open_delim = _compile_delimiter(spec, path, name, "open", "open", "open_pattern")
+    close_delim = _compile_delimiter(spec, path, name, "close", "close", "close_pattern")
+    join = spec.get("join")
+    if join is not None and not isinstance(join, str):
+        raise _scope_error(_join_path(path, "join"), f"'join' must be a string, got {type(join).__name__}")
+    if join is not None and not spec.get("repeats", False):
+        raise _scope_error(_join_path(path, "join"), "'join' requires 'repeats': true")
+    transform = spec.get("transform")
+    transform_each = spec.get("transform_each", False)
+    if not isinstance(transform_each, bool):
+        raise _scope_error(_join_path(path, "transform_each"),
+                           f"transform_each must be a bool, got {type(transform_each).__name__}")
+    if transform_each and transform is None:
+        raise _scope_error(_join_path(path, "transform_each"), "transform_each is set but no transform was provided")
+    if transform is not None:
+        check_transform_strings(transform, _join_path(path, "transform"))
+    else:
+        for delim, key in ((open_delim, "open_pattern"), (close_delim, "close_pattern")):
+            if delim is not None and delim.regex.groupindex:
+                raise _scope_error(
+                    _join_path(path, key),
+                    f"the pattern declares named group(s) {sorted(delim.regex.groupindex)} but the field has no "
+                    "'transform'; named captures only reach the message through a transform "
+                    "(add one that uses them, or remove the names)")
+    return FieldSpec(
+        name=name, open=open_delim, close=close_delim, content=content,
+        content_args=spec.get("content_args", {}), repeats=spec.get("repeats", False), join=join,
+        optional=spec.get("optional", True), transform=transform, transform_each=transform_each,
+    )
+
+
+def _validate_dict(spec: Any) -> CompiledTemplate:
+    if not isinstance(spec, dict):
+        raise _scope_error("", f"response_template must be a JSON object, got {type(spec).__name__}")
+    version = spec.get("version", 1)
+    if version != 1:
+        raise _scope_error("version", f"unsupported response_template version: {version!r} (only 1)")
+    unknown = set(spec) - TEMPLATE_KEYS
+    if unknown:
+        raise _scope_error(sorted(unknown)[0], f"unknown keys in response_template: {sorted(unknown)}; "
+                                               f"allowed: {sorted(TEMPLATE_KEYS)}")
+    defaults = spec.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise _scope_error("defaults", "defaults must be a JSON object")
+    fields_raw = spec.get("fields", {})
+    if not isinstance(fields_raw, dict) or not fields_raw:
+        raise _scope_error("fields", "fields must be a non-empty JSON object")
+    if len(fields_raw) > MAX_FIELDS:
+        raise _scope_error("fields", f"more than {MAX_FIELDS} fields are refused")
+    fields = {name: _build_field(name, raw) for name, raw in fields_raw.items()}
+    implicit = [name for name, f in fields.items() if f.open is None]
+    if len(implicit) > 1:
+        raise _scope_error(f"fields.{implicit[1]}",
+                           "at most one field may omit 'open'/'open_pattern' (it becomes the implicit field); "
+                           f"found: {', '.join(implicit)}")
+    anchor = _compile_delimiter(spec, "", None, "start_anchor", "start_anchor", "start_anchor_pattern")
+    if anchor is None:
+        raise _scope_error("start_anchor", "response_template must define 'start_anchor' or 'start_anchor_pattern'")
+    return CompiledTemplate(spec=deepcopy(spec), fields=fields, implicit=implicit[0] if implicit else None,
+                            defaults=deepcopy(defaults), start_anchor=anchor, field_names=tuple(fields))
+
+
+def load_template(template: Any) -> CompiledTemplate:
+    """Validate and compile a response template.
+
+    Args:
+        template: a dict (the ``tokenizer.response_template`` format), JSON
+            text, a path (``str`` or ``os.PathLike``) to a JSON file, or a
+            `CompiledTemplate` (returned unchanged).
+
+    Returns:
+        The `CompiledTemplate`.
+
+    Raises:
+        TemplateError: (a ``ValueError``) the template is invalid; ``.path``
+            names the faulty key, ``.pattern_pos`` the offset in a bad regex,
+            ``.line``/``.column`` the place in the JSON text when there was one.
+        TemplateTypeError: where transformers raises ``TypeError``.
+        OSError: a path that cannot be read.
+    """
+    if isinstance(template, CompiledTemplate):
+        return template
+    text = None
+    if isinstance(template, os.PathLike) or (isinstance(template, str) and not template.lstrip().startswith("{")
+                                             and template.strip().endswith(".json")):
+        with open(template, encoding="utf-8") as fh:
+            text = fh.read()
+    elif isinstance(template, str):
+        text = template
+    if text is not None:
+        if len(text) > MAX_TEMPLATE_JSON_CHARS:
+            raise TemplateError(f"template text longer than {MAX_TEMPLATE_JSON_CHARS} characters is refused")
+        try:
+            template = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TemplateError(f"not valid JSON: {exc.msg}", "", line=exc.lineno, column=exc.colno) from exc
+        try:
+            return _validate_dict(template)
+        except TemplateError as exc:
+            line, column = locate_json_path(text, exc.path)
+            raise exc.located(line, column) from exc
+    try:
+        size = len(json.dumps(template, default=str))
+    except (TypeError, ValueError):
+        size = 0
+    if size > MAX_TEMPLATE_JSON_CHARS:
+        raise TemplateError(f"templates larger than {MAX_TEMPLATE_JSON_CHARS} characters of JSON are refused")
+    return _validate_dict(template)
+
+
+_PATH_TOKEN = _stdlib_re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _split_path(path: str) -> list:
+    """``"fields.a.open[1]"`` -> ``["fields", "a", "open", 1]``. Field names containing dots are ambiguous; the
+    locator then finds the nearest match it can."""
+    out: list = []
+    for name, index in _PATH_TOKEN.findall(path):
+        out.append(int(index) if index else name)
+    return out
+
+
+def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
+    """1-based (line, column) of the value at ``path`` inside the JSON ``text``.
+
+    For an object member the position is that of its key; for a list item, of
+    the item. Returns ``(None, None)`` when the path cannot be found (e.g. the
+    path names a key that is missing, such as a required key). Used by the
+    playground to point the editor at a fault.
+    """
+    if not path:
+        return (1, 1) if text else (None, None)
+    wanted = _split_path(path)
+    decoder = json.JSONDecoder()
+    ws = _stdlib_re.compile(r"[ \t\n\r]*")
+
+    def skip(i):
+        return ws.match(text, i).end()
+
+    def value_end(i):
+        try:
+            _, end = decoder.raw_decode(text, i)
+            return end
+        except json.JSONDecodeError:
+            return None
+
+    def find(i, depth):
+        i = skip(i)
+        if depth == len(wanted):
+            return i
+        target = wanted[depth]
+        if i < len(text) and text[i] == "{" and isinstance(target, str):
+            i = skip(i + 1)
+            while i < len(text) and text[i] != "}":
+                key_start = i
+                try:
+                    key, i = decoder.raw_decode(text, i)
+                except json.JSONDecodeError:
+                    return None
+                i = skip(i)
+                if i >= len(text) or text[i] != ":":
+                    return None
+                i = skip(i + 1)
+                if key == target:
+                    if depth + 1 == len(wanted):
+                        return key_start
+                    return find(i, depth + 1)
+                i = value_end(i)
+                if i is None:
+                    return None
+                i = skip(i)
+                if i < len(text) and text[i] == ",":
+                    i = skip(i + 1)
+            return None
+        if i < len(text) and text[i] == "[" and isinstance(target, int):
+            i = skip(i + 1)
+            index = 0
+            while i < len(text) and text[i] != "]":
+                if index == target:
+                    return find(i, depth + 1)
+                i = value_end(i)
+                if i is None:
+                    return None
+                i = skip(i)
+                if i < len(text) and text[i] == ",":
+                    i = skip(i + 1)
+                index += 1
+            return None
+        return None
+
+    pos = find(0, 0)
+    if pos is None:
+        # Fall back to the deepest existing ancestor, so the editor still points somewhere useful.
+        parent = path.rsplit(".", 1)[0] if "." in path else ""
+        if parent and parent != path:
+            return locate_json_path(text, parent)
+        return None, None
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, column
+
+
+__all__ = ["CompiledTemplate", "Delimiter", "FieldSpec", "TemplateTypeError", "load_template",
+           "locate_json_path", "PLACEHOLDER"]

@@ -1,0 +1,117 @@
+"""Typing tool-call arguments from the offered tools' JSON schemas (spec section 7).
+
+Tools come in the ``apply_chat_template`` format: ``{"type": "function", "function": {"name", "parameters"}}``
+dicts (or the bare function dict), or Python functions with type hints and a docstring, which are converted
+with ``transformers.utils.get_json_schema`` (imported only then).
+"""
+
+from __future__ import annotations
+
+import json
+from inspect import isfunction, ismethod
+from typing import Any
+
+
+def tool_parameters(tools: list | None) -> dict[str, dict]:
+    """Map each tool's name to its ``parameters.properties`` (``{}`` when it has none).
+
+    Entries that are neither functions nor schema dicts with a string ``name`` are ignored.
+    """
+    params: dict[str, dict] = {}
+    for tool in tools or []:
+        if isfunction(tool) or ismethod(tool):
+            from transformers.utils import get_json_schema  # heavy; only for Python-function tools
+
+            tool = get_json_schema(tool)
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            parameters = fn.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
+            params[fn["name"]] = properties if isinstance(properties, dict) else {}
+    return params
+
+
+def schema_types(schema: Any) -> tuple[str, ...]:
+    """The JSON types a parameter schema allows, in order: ``type`` (string or list), then ``anyOf``/``oneOf``
+    members, then ``null`` if ``nullable``."""
+    if not isinstance(schema, dict):
+        return ()
+    declared = schema.get("type")
+    types: list[str] = []
+    if isinstance(declared, str):
+        types.append(declared)
+    elif isinstance(declared, list):
+        types.extend(t for t in declared if isinstance(t, str))
+    for union in ("anyOf", "oneOf"):
+        for member in schema.get(union) or []:
+            types.extend(schema_types(member))
+    if schema.get("nullable") and "null" not in types:
+        types.append("null")
+    return tuple(types)
+
+
+def _cast_one(raw: str, type_name: str) -> tuple[bool, Any]:
+    """Try to read ``raw`` as ``type_name``; returns (ok, value). Raises ValueError on a failed conversion."""
+    if type_name == "integer":
+        try:
+            return True, int(raw)
+        except ValueError:
+            number = float(raw)  # whole numbers written as floats ("3.0") are JSON Schema integers
+            return (True, int(number)) if number.is_integer() else (False, None)
+    if type_name == "number":
+        number = float(raw)
+        if number != number or number in (float("inf"), float("-inf")):
+            return False, None
+        return True, (int(number) if number.is_integer() and "." not in raw else number)
+    if type_name == "boolean":
+        word = raw.strip().lower()
+        if word in ("true", "1", "false", "0"):
+            return True, word in ("true", "1")
+        return False, None
+    if type_name == "null":
+        return (True, None) if raw.strip() in ("null", "None") else (False, None)
+    if type_name in ("object", "array"):
+        decoded = json.loads(raw)
+        if isinstance(decoded, dict if type_name == "object" else list):
+            return True, decoded
+    return False, None
+
+
+def cast_argument(raw: str, types: tuple[str, ...]) -> Any:
+    """Cast a string argument to the first type in ``types`` it reads as; keep the text if none fits."""
+    for type_name in types:
+        try:
+            ok, value = _cast_one(raw, type_name)
+        except ValueError:
+            continue
+        if ok:
+            return value
+    return raw
+
+
+def type_tool_calls(value: Any, params: dict[str, dict]) -> Any:
+    """Cast, in place, the string arguments of every tool call in ``value`` (one call or a list of calls).
+
+    A tool call is ``{"function": {"name": str, "arguments": dict}}``; other values pass through unchanged.
+    Lists built by ``merge_duplicates`` are cast item by item unless the schema allows an array.
+    """
+    if isinstance(value, list):
+        return [type_tool_calls(item, params) for item in value]
+    fn = value.get("function") if isinstance(value, dict) else None
+    if not isinstance(fn, dict):
+        return value
+    name, arguments = fn.get("name"), fn.get("arguments")
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return value
+    properties = params.get(name)
+    if properties:
+        for key, argument in arguments.items():
+            types = schema_types(properties[key]) if key in properties else ()
+            if not types:
+                continue
+            if isinstance(argument, str):
+                arguments[key] = cast_argument(argument, types)
+            elif isinstance(argument, list) and "array" not in types:
+                arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item
+                                  for item in argument]
+    return value

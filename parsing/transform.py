@@ -1,0 +1,102 @@
+"""Transform templates: reshape a parsed region value (spec section 6).
+
+A transform is any JSON value copied as is, except strings that consist of
+exactly one placeholder ``{name}`` or ``{name.key.key}``: those are replaced by
+the variable itself, type preserved (not stringified, not copied). Variables
+are ``content`` (the parsed body) and the named groups captured by the field's
+open pattern; with ``transform_each``, the keys of each list element instead of
+``content``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from .errors import TemplateError
+
+# A whole-string placeholder: a name, optionally followed by dotted keys. Unicode-aware like the reference.
+PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+
+def check_transform_strings(transform: Any, path: str) -> None:
+    """Reject strings that mix a placeholder with other text (``"id: {name}"``).
+
+    Raises:
+        TemplateError: with the JSON path of the offending string.
+    """
+    if isinstance(transform, dict):
+        for key, value in transform.items():
+            check_transform_strings(value, f"{path}.{key}")
+    elif isinstance(transform, list):
+        for i, value in enumerate(transform):
+            check_transform_strings(value, f"{path}[{i}]")
+    elif isinstance(transform, str):
+        if PLACEHOLDER.search(transform) and not PLACEHOLDER.fullmatch(transform):
+            raise TemplateError(
+                f"transform string {transform!r} mixes a {{placeholder}} with other text; use a whole-string "
+                'placeholder such as "{content}" or a plain literal (this is not string interpolation)',
+                path,
+            )
+
+
+def resolve_placeholder(path: str, scope: dict) -> Any:
+    """Look up ``name.key.key`` in ``scope``.
+
+    Raises:
+        KeyError: the root name is not a variable.
+        ValueError: a key is missing, or a step indexes into something that is not an object.
+    """
+    root, *keys = path.split(".")
+    if root not in scope:
+        raise KeyError(f"transform placeholder '{{{path}}}' is not defined. Available: {sorted(scope)}")
+    value = scope[root]
+    for key in keys:
+        if not isinstance(value, dict):
+            raise ValueError(f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'")
+        if key not in value:
+            raise ValueError(f"transform placeholder '{{{path}}}' has no key '{key}'. Available: {sorted(value)}")
+        value = value[key]
+    return value
+
+
+def apply_transform(transform: Any, scope: dict) -> Any:
+    """Instantiate ``transform`` with the variables in ``scope`` (errors as in `resolve_placeholder`)."""
+    if isinstance(transform, dict):
+        return {key: apply_transform(value, scope) for key, value in transform.items()}
+    if isinstance(transform, list):
+        return [apply_transform(value, scope) for value in transform]
+    if isinstance(transform, str):
+        whole = PLACEHOLDER.fullmatch(transform)
+        if whole:
+            return resolve_placeholder(whole.group(1), scope)
+    return transform
+
+
+def transform_value(value: Any, field, captures: dict) -> Any:
+    """Apply a field's transform to its parsed value.
+
+    Args:
+        value: the content parser's output.
+        field: a `FieldSpec` (uses ``name``, ``transform``, ``transform_each``).
+        captures: named groups of the open delimiter match (groups that did not take part are absent).
+
+    Raises:
+        ValueError: ``transform_each`` on a value that is not a list of objects; errors of `resolve_placeholder`.
+        KeyError: an unknown placeholder.
+    """
+    if field.transform is None:
+        return value
+    if not field.transform_each:
+        return apply_transform(field.transform, {**captures, "content": value})
+    if not isinstance(value, list):
+        raise ValueError(f"Field '{field.name}': transform_each needs the parsed content to be a list, "
+                         f"got {type(value).__name__}.")
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise ValueError(f"Field '{field.name}': transform_each needs every list element to be an object, "
+                             f"got {type(item).__name__}.")
+        out.append(apply_transform(field.transform, {**captures, **item}))
+    return out
