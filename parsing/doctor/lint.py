@@ -1,0 +1,615 @@
+"""Lint: warnings for response templates that load fine but will hurt.
+
+Every warning carries the JSON path of the fault (the engine's dotted style,
+``fields.content``, ``fields.tool_calls.close[1]``, ``start_anchor``) and a
+suggested fix. The checks are pure template analysis (the `regex` module on
+the template's own strings and on a few built-in sample texts); only the
+start-anchor check looks at a tokenizer, and only through the generation
+prompt its chat template renders (see `generation_prompt`).
+
+Warning codes (`LintWarning.code`):
+
+- ``reasoning-field-name``: reasoning stored under another key than
+  ``reasoning_content`` (the key chat templates read).
+- ``field-overwrite``: a non-repeating field can be opened again, and its
+  second value replaces the first (the classic case: whitespace after a block
+  reopens the implicit content field, whose empty value replaces real content).
+- ``delimiter-prefix``: a delimiter of one field is a prefix of (or equal to)
+  a delimiter of another field.
+- ``missing-close``: an explicit field without ``close``/``close_pattern`` runs
+  to the end of the stream and swallows every later block.
+- ``close-in-json``: the close delimiter of a ``json`` field matches text that
+  occurs inside ordinary JSON bodies, so the region closes too early.
+- ``empty-match``: a pattern can match the empty string.
+- ``anchor-not-in-generation-prompt``: the start anchor does not occur in the
+  generation prompt the tokenizer's chat template produces.
+
+The compatibility section (`compatibility`) says whether transformers (our
+engine validates exactly like transformers 5.23) and vLLM's
+``response_template`` parser would accept the template.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import regex
+
+__all__ = [
+    "LintWarning",
+    "Compatibility",
+    "LintReport",
+    "lint",
+    "compatibility",
+    "generation_prompt",
+    "REASONING_KEY",
+    "VLLM_FIELDS",
+]
+
+#: The message key chat templates read reasoning from.
+REASONING_KEY = "reasoning_content"
+#: The only field names vLLM's ``response_template`` parser accepts (the issue's
+#: statement of it); ``thinking`` and ``content`` must be plain text there.
+VLLM_FIELDS = ("thinking", "content", "tool_calls")
+_VLLM_TEXT_FIELDS = ("thinking", "content")
+
+_REGEX_FLAGS = regex.DOTALL
+_REGEX_TIMEOUT = 1.0  # seconds per search on the built-in samples
+# A field name or open delimiter that says "reasoning".
+_REASONING_WORD = regex.compile(r"(?i)reason|think|thought|analysis|scratchpad")
+# ...but not a closing tag such as `</think>` or `[/THINK]` or `<|END_THINKING|>`.
+_CLOSING_TAG = regex.compile(r"(?i)^\s*(?:</|\[/|<\|?end)")
+
+# Bodies a JSON-content region receives in practice: nested objects and arrays,
+# pretty-printed JSON, strings holding code, markup and quotes.  A close
+# delimiter that matches inside one of them closes the region too early.
+JSON_BODY_SAMPLES = (
+    '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}',
+    '{"name": "search", "arguments": {"filters": {"tags": ["a", "b"], "range": [1, 2]}, "q": "x"}}',
+    '{\n  "name": "run",\n  "arguments": {\n    "opts": {\n      "deep": true\n    }\n  }\n}',
+    '[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": null}}]',
+    '{"name": "python", "arguments": {"code": "def f(x):\\n    return {\\"k\\": [x]}\\n"}}',
+    '{"name": "write", "arguments": {"html": "<div class=\\"a\\">hi</div>", "note": "use `}` or \'quotes\'"}}',
+)
+
+
+@dataclass(frozen=True)
+class LintWarning:
+    """One finding.
+
+    Attributes:
+        code: the warning kind (see the module docstring for the list).
+        path: dotted JSON path into the template (``""`` = the template as a whole).
+        message: what is wrong and what it will do to parsed messages.
+        fix: a suggested change to the template.
+        severity: ``"warning"`` (will hurt real outputs) or ``"info"`` (hurts
+            only some outputs; worth a look).
+    """
+
+    code: str
+    path: str
+    message: str
+    fix: str
+    severity: str = "warning"
+
+    def to_dict(self) -> dict:
+        """The warning as a plain JSON-able dict with the attribute names as keys."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """Whether one consumer would accept the template.
+
+    Attributes:
+        target: ``"transformers"`` or ``"vllm"``.
+        accepted: True if the consumer would load and use the template.
+        reasons: why not (empty when accepted), one sentence each.
+    """
+
+    target: str
+    accepted: bool
+    reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """``{"target", "accepted", "reasons": [...]}``."""
+        return {"target": self.target, "accepted": self.accepted, "reasons": list(self.reasons)}
+
+
+@dataclass
+class LintReport:
+    """What `lint` returns: the warnings (in check order) and the compatibility section."""
+
+    warnings: list[LintWarning] = field(default_factory=list)
+    compatibility: list[Compatibility] = field(default_factory=list)
+
+    @property
+    def codes(self) -> list[str]:
+        """The warning codes, in order (handy in tests and summaries)."""
+        return [w.code for w in self.warnings]
+
+    def to_dict(self) -> dict:
+        """``{"warnings": [warning dicts], "compatibility": [compatibility dicts]}``."""
+        return {
+            "warnings": [w.to_dict() for w in self.warnings],
+            "compatibility": [c.to_dict() for c in self.compatibility],
+        }
+
+    def format(self) -> str:
+        """A readable multi-line text report (used by the CLI and the playground)."""
+        lines = []
+        if not self.warnings:
+            lines.append("No lint warnings.")
+        for w in self.warnings:
+            where = w.path or "(template)"
+            lines.append(f"{w.severity.upper()} [{w.code}] {where}: {w.message}")
+            lines.append(f"    fix: {w.fix}")
+        for c in self.compatibility:
+            verdict = "accepted" if c.accepted else "NOT accepted"
+            lines.append(f"{c.target}: {verdict}" + "".join(f"\n    - {r}" for r in c.reasons))
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@dataclass(frozen=True)
+class _Delim:
+    field: str
+    kind: str  # "open" | "close"
+    path: str
+    literal: str | None  # one literal, or None for a pattern
+    pattern: Any  # compiled regex (also for literals, escaped)
+
+    @property
+    def shown(self) -> str:
+        return json.dumps(self.literal if self.literal is not None else self.pattern.pattern, ensure_ascii=False)
+
+
+def _delimiters(spec: dict) -> list[_Delim]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        for kind in ("open", "close"):
+            if kind in fspec:
+                raw = fspec[kind]
+                literals = [raw] if isinstance(raw, str) else list(dict.fromkeys(raw))
+                for i, lit in enumerate(literals):
+                    path = f"fields.{name}.{kind}" + ("" if isinstance(raw, str) else f"[{raw.index(lit)}]")
+                    out.append(_Delim(name, kind, path, lit, regex.compile(regex.escape(lit), _REGEX_FLAGS)))
+            elif f"{kind}_pattern" in fspec:
+                out.append(_Delim(name, kind, f"fields.{name}.{kind}_pattern", None,
+                                  regex.compile(fspec[f"{kind}_pattern"], _REGEX_FLAGS)))
+    return out
+
+
+def _has_close(fspec: dict) -> bool:
+    return "close" in fspec or "close_pattern" in fspec
+
+
+def _is_explicit(fspec: dict) -> bool:
+    return "open" in fspec or "open_pattern" in fspec
+
+
+def _first_literal(fspec: dict, kind: str) -> str | None:
+    raw = fspec.get(kind)
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and raw:
+        return raw[0]
+    return None
+
+
+def _delim_text(fspec: dict, kind: str) -> str:
+    lit = _first_literal(fspec, kind)
+    if lit is not None:
+        return json.dumps(lit, ensure_ascii=False)
+    return f"/{fspec[kind + '_pattern']}/"
+
+
+def _search(pattern, text: str, pos: int = 0, **kw):
+    try:
+        return pattern.search(text, pos, timeout=_REGEX_TIMEOUT, **kw)
+    except TimeoutError:
+        return None
+
+
+def _spec_of(template: Any) -> dict:
+    """Validate with the engine (raises `parsing.TemplateError`) and return the spec dict."""
+    import parsing  # light: regex + stdlib only
+
+    compiled = parsing.load_template(template)
+    return compiled.spec
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _check_reasoning_name(spec: dict) -> list[LintWarning]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        if name == REASONING_KEY:
+            continue
+        by_name = bool(_REASONING_WORD.search(name))
+        opens = [fspec["open"]] if isinstance(fspec.get("open"), str) else list(fspec.get("open") or [])
+        if "open_pattern" in fspec:
+            opens.append(fspec["open_pattern"])
+        by_open = [o for o in opens if _REASONING_WORD.search(o) and not _CLOSING_TAG.search(o)]
+        if not (by_name or by_open):
+            continue
+        why = (f"the name '{name}' says reasoning" if by_name
+               else f"its open delimiter {json.dumps(by_open[0], ensure_ascii=False)} marks reasoning")
+        out.append(LintWarning(
+            "reasoning-field-name", f"fields.{name}",
+            f"Field '{name}' looks like the reasoning field ({why}), but chat templates read reasoning from "
+            f"'{REASONING_KEY}': a parsed message appended to the chat loses its reasoning when re-rendered.",
+            f"Rename the field '{name}' to '{REASONING_KEY}' (vLLM's response_template parser wants "
+            f"'thinking' instead; see the compatibility section).",
+        ))
+    return out
+
+
+def _check_overwrite(spec: dict) -> list[LintWarning]:
+    out = []
+    fields = spec["fields"]
+    explicit_with_close = [n for n, f in fields.items() if _is_explicit(f) and _has_close(f)]
+    for name, fspec in fields.items():
+        if fspec.get("repeats"):
+            continue
+        if not _is_explicit(fspec):
+            # The implicit field: it is re-entered after every explicit region that closes and after
+            # its own close; any text there (a newline is enough) opens it again.
+            reentry = []
+            if explicit_with_close:
+                other = fields[explicit_with_close[0]]
+                reentry.append(f"after a {explicit_with_close[0]} block ends with {_delim_text(other, 'close')}")
+            if _has_close(fspec):
+                reentry.append(f"after its own close {_delim_text(fspec, 'close')}")
+            if not reentry:
+                continue
+            example = ""
+            if explicit_with_close:
+                other = fields[explicit_with_close[0]]
+                o, c = _first_literal(other, "open"), _first_literal(other, "close")
+                if o is not None and c is not None:
+                    example = (f" For example {json.dumps('Answer.' + o + '...' + c + chr(10), ensure_ascii=False)} "
+                               f"parses to {name}='' (dropped), not 'Answer.'.")
+            out.append(LintWarning(
+                "field-overwrite", f"fields.{name}",
+                f"The implicit field '{name}' does not repeat, so any text {' or '.join(reentry)} (even a "
+                f"newline) opens it again and the new value replaces the earlier one.{example}",
+                f'Add "repeats": true and "join": "" to fields.{name}, so later pieces are appended '
+                f"instead of replacing earlier ones.",
+            ))
+        elif _has_close(fspec):
+            out.append(LintWarning(
+                "field-overwrite", f"fields.{name}",
+                f"Field '{name}' does not repeat: if the model emits a second {_delim_text(fspec, 'open')} block, "
+                f"its value replaces the first one.",
+                f'If the model can emit several blocks, add "repeats": true (a list) or "repeats": true with '
+                f'"join": "\\n" (one string) to fields.{name}.',
+                severity="info",
+            ))
+    return out
+
+
+def _literal_vs_pattern(lit: str, pattern) -> str | None:
+    """How a literal and a pattern overlap at the same start: 'equal', 'pattern-prefix' (the pattern matches a
+    proper prefix of the literal), 'literal-prefix' (the literal is a proper prefix of a possible match), or None."""
+    try:
+        full = pattern.fullmatch(lit, timeout=_REGEX_TIMEOUT)
+        if full is not None:
+            return "equal"
+        m = pattern.match(lit, timeout=_REGEX_TIMEOUT)
+        if m is not None and 0 < m.end() < len(lit):
+            return "pattern-prefix"
+        p = pattern.fullmatch(lit, partial=True, timeout=_REGEX_TIMEOUT)
+        if p is not None and p.partial:
+            return "literal-prefix"
+    except TimeoutError:
+        return None
+    return None
+
+
+def _watched_together(spec: dict, pair: tuple[_Delim, _Delim]) -> bool:
+    """Whether an overlap of (shorter, longer) can change what fires.
+
+    Explicit opens and the implicit field's close are watched at the same time; an explicit region's close is
+    watched alone, so two closes never compete, and an explicit close only hurts an open it eats the start of.
+    """
+    short, long = pair
+    kinds = (short.kind, long.kind)
+    if kinds == ("close", "close"):
+        return False
+    if kinds == ("open", "close") and _is_explicit(spec["fields"][long.field]):
+        return False
+    return True
+
+
+def _check_delimiter_prefix(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
+    out = []
+    seen = set()
+    for a in delims:
+        for b in delims:
+            if a.field == b.field or (b.path, a.path) in seen or (a.path, b.path) in seen:
+                continue
+            relation = None  # (shorter, longer) or "equal"
+            if a.literal is not None and b.literal is not None:
+                if a.literal == b.literal:
+                    relation = "equal"
+                elif b.literal.startswith(a.literal):
+                    relation = (a, b)
+                elif a.literal.startswith(b.literal):
+                    relation = (b, a)
+            elif a.literal is not None or b.literal is not None:
+                lit, pat = (a, b) if a.literal is not None else (b, a)
+                kind = _literal_vs_pattern(lit.literal, pat.pattern)
+                if kind == "equal":
+                    relation = "equal"
+                elif kind == "pattern-prefix":
+                    relation = (pat, lit)
+                elif kind == "literal-prefix":
+                    relation = (lit, pat)
+            # two patterns: not analysed (undecidable in general)
+            if relation is None:
+                continue
+            pairs = [(a, b), (b, a)] if relation == "equal" else [relation]
+            if not any(_watched_together(spec, pair) for pair in pairs):
+                continue
+            seen.add((a.path, b.path))
+            if relation == "equal":
+                first, second = sorted((a, b), key=lambda d: d.path)
+                message = (f"{first.path} and {second.path} can match the same text {first.shown}: only one of "
+                           f"them can ever fire there ({first.kind}/{second.kind} of different fields).")
+                fix = "Give each field its own delimiter, or merge the two fields."
+                path = second.path
+            else:
+                short, long = relation
+                message = (f"The {short.kind} delimiter {short.shown} of '{short.field}' is a prefix of the "
+                           f"{long.kind} delimiter {long.shown} of '{long.field}': ")
+                if short.kind == "close" and long.kind == "open":
+                    message += (f"closing '{short.field}' consumes the start of {long.shown}, so '{long.field}' "
+                                f"cannot open right after it")
+                elif short.kind == "open" and long.kind == "open":
+                    message += (f"text such as {json.dumps((short.literal or '') + '…', ensure_ascii=False)} that "
+                                f"is not the longer delimiter opens '{short.field}' instead, and a stream cut "
+                                f"between the two is ambiguous until more text arrives")
+                else:
+                    message += "which one fires depends on the surrounding text and on where chunks are cut"
+                fix = (f"Make the delimiters distinct (e.g. include the closing '>' or the token boundary in "
+                       f"{short.shown}), or use a close_pattern/open_pattern with a lookahead that excludes "
+                       f"{long.shown}.")
+                path = short.path
+            out.append(LintWarning("delimiter-prefix", path, message, fix))
+    return out
+
+
+def _check_missing_close(spec: dict) -> list[LintWarning]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        if _is_explicit(fspec) and not _has_close(fspec):
+            others = [n for n, f in spec["fields"].items() if n != name and _is_explicit(f)]
+            swallowed = f" (including every later {', '.join(others)} block)" if others else ""
+            out.append(LintWarning(
+                "missing-close", f"fields.{name}",
+                f"Field '{name}' opens with {_delim_text(fspec, 'open')} but has no close: once open it runs to "
+                f"the end of the stream and swallows all text after it{swallowed}.",
+                f"Add a close (or close_pattern) to fields.{name}: its end marker, or the turn's end token; "
+                f"a lookahead close_pattern such as (?=<next open>) ends it where the next block starts.",
+            ))
+    return out
+
+
+def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
+    out = []
+    for d in delims:
+        fspec = spec["fields"][d.field]
+        if d.kind != "close" or fspec.get("content", "text") != "json":
+            continue
+        for sample in JSON_BODY_SAMPLES:
+            # Text follows the body in a real stream, so `$`-style anchors must not count as a hit.
+            m = _search(d.pattern, sample + "\n<more text>")
+            if m is not None and m.start() < len(sample):
+                snippet = sample[max(0, m.start() - 20): m.end() + 10]
+                out.append(LintWarning(
+                    "close-in-json", d.path,
+                    f"The close delimiter {d.shown} of the json field '{d.field}' matches inside ordinary JSON "
+                    f"({json.dumps(snippet, ensure_ascii=False)}): the region closes in the middle of the body "
+                    f"and the JSON fails to parse.",
+                    "Close on a marker that JSON cannot contain (the format's end token), or use a close_pattern "
+                    "anchored to what follows the body, e.g. a lookahead for the next block or the turn end.",
+                ))
+                break
+    return out
+
+
+def _check_empty_match(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
+    patterns = [(d.path, d.pattern, d.kind) for d in delims if d.literal is None]
+    if "start_anchor_pattern" in spec:
+        patterns.append(("start_anchor_pattern", regex.compile(spec["start_anchor_pattern"], _REGEX_FLAGS),
+                         "anchor"))
+    for name, fspec in spec["fields"].items():
+        tag = (fspec.get("content_args") or {}).get("tag_pattern")
+        if isinstance(tag, str):
+            try:
+                patterns.append((f"fields.{name}.content_args.tag_pattern", regex.compile(tag, _REGEX_FLAGS), "tag"))
+            except regex.error:
+                pass
+    effect = {
+        "open": "the region opens at every position, so no text ever reaches the other fields",
+        "close": "the region can close at once, before its body (an empty value)",
+        "anchor": "the anchor matches at the very end of every prefix, so the prompt's prefilled part "
+                  "(e.g. an opening <think>) is cut away",
+        "tag": "it yields entries with an empty key or value between real tags",
+    }
+    out = []
+    for path, pattern, kind in patterns:
+        try:
+            empty = pattern.fullmatch("", timeout=_REGEX_TIMEOUT) is not None
+        except TimeoutError:
+            empty = False
+        if empty:
+            out.append(LintWarning(
+                "empty-match", path,
+                f"The pattern {json.dumps(pattern.pattern, ensure_ascii=False)} can match the empty string: "
+                f"{effect[kind]}.",
+                "Require at least one character: replace `*` by `+` or `?` by a required part, or anchor the "
+                "pattern on a real marker.",
+            ))
+    return out
+
+
+def _check_anchor(spec: dict, prompt: str, suffix_start: int) -> list[LintWarning]:
+    if "start_anchor" in spec:
+        raw = spec["start_anchor"]
+        literals = [raw] if isinstance(raw, str) else raw
+        pattern = regex.compile("|".join(regex.escape(s) for s in sorted(literals, key=len, reverse=True)),
+                                _REGEX_FLAGS)
+        path = "start_anchor"
+    else:
+        pattern = regex.compile(spec["start_anchor_pattern"], _REGEX_FLAGS)
+        path = "start_anchor_pattern"
+    last = None
+    pos = 0
+    while True:
+        m = _search(pattern, prompt, pos)
+        if m is None:
+            break
+        last = m
+        pos = m.end() if m.end() > m.start() else m.end() + 1
+        if pos > len(prompt):
+            break
+    generation = prompt[suffix_start:]
+    if last is not None and last.end() > suffix_start:
+        return []
+    where = ("does not occur in the rendered prompt at all" if last is None
+             else "only matches earlier turns, not the generation prompt")
+    return [LintWarning(
+        "anchor-not-in-generation-prompt", path,
+        f"The start anchor {where}: the generation prompt is {json.dumps(generation, ensure_ascii=False)}. "
+        f"The parser will then read " + ("the whole prefix" if last is None else "an earlier turn") +
+        " as part of the new message.",
+        f"Set {path} to what the generation prompt ends with, e.g. {json.dumps(generation, ensure_ascii=False)}"
+        + (" (without a prefilled opening tag, which must stay in the parsed part)." if generation else "."),
+    )]
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def generation_prompt(tokenizer: Any, messages: list[dict] | None = None, *, tools: list | None = None
+                      ) -> tuple[str, int]:
+    """Render a prompt with the tokenizer's chat template and locate its generation prompt.
+
+    Args:
+        tokenizer: anything with transformers' ``apply_chat_template(messages, tools=..., tokenize=False,
+            add_generation_prompt=...)`` (a `PreTrainedTokenizerBase`); transformers itself is not imported.
+        messages: the conversation; default one user message.
+        tools: optional tool schemas passed to the chat template.
+
+    Returns:
+        ``(prompt, start)``: the prompt rendered with ``add_generation_prompt=True`` and the offset where the
+        part that the generation prompt added begins (the end of the longest common prefix with the rendering
+        without it).
+
+    Raises:
+        whatever the chat template raises (e.g. ``ValueError`` if the tokenizer has no chat template,
+        ``jinja2`` errors for templates that reject the conversation).
+    """
+    messages = messages or [{"role": "user", "content": "Hello, doctor."}]
+    kw = {"tools": tools} if tools else {}
+    with_gp = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kw)
+    without = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False, **kw)
+    start = 0
+    for x, y in zip(with_gp, without):
+        if x != y:
+            break
+        start += 1
+    return with_gp, start
+
+
+def compatibility(template: Any) -> list[Compatibility]:
+    """Say whether transformers and vLLM's ``response_template`` parser would accept `template`.
+
+    Args:
+        template: a dict, JSON text, a path to a ``.json`` file or a compiled template (anything
+            `parsing.load_template` takes).
+
+    Returns:
+        ``[Compatibility("transformers", ...), Compatibility("vllm", ...)]``. transformers: accepted iff our
+        engine loads it (it validates exactly like transformers 5.23); the reason is the load error. vLLM:
+        the parser accepts only the fields ``thinking``, ``content`` and ``tool_calls``, with ``thinking`` and
+        ``content`` plain text (``content: "text"``, no transform, no repeats), as the issue describes it; it
+        is checked only on templates transformers accepts. Never raises for a bad template.
+    """
+    import parsing
+
+    try:
+        spec = parsing.load_template(template).spec
+    except (ValueError, OSError) as exc:  # TemplateError is a ValueError
+        reason = str(exc)
+        return [Compatibility("transformers", False, (reason,)),
+                Compatibility("vllm", False, ("the template does not load: " + reason,))]
+    reasons = []
+    for name, fspec in spec["fields"].items():
+        if name not in VLLM_FIELDS:
+            hint = " (vLLM calls reasoning 'thinking')" if name == REASONING_KEY else ""
+            reasons.append(f"field '{name}' is not one of {', '.join(VLLM_FIELDS)}{hint}")
+        elif name in _VLLM_TEXT_FIELDS:
+            bad = []
+            if fspec.get("content", "text") != "text":
+                bad.append(f"content {fspec['content']!r}")
+            for key in ("transform", "transform_each", "repeats", "join", "content_args"):
+                if key in fspec and fspec[key] not in (False, None, {}):
+                    bad.append(key)
+            if bad:
+                reasons.append(f"field '{name}' must be plain text, but it sets {', '.join(bad)}")
+    return [Compatibility("transformers", True), Compatibility("vllm", not reasons, tuple(reasons))]
+
+
+def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[str, int] | str | None = None
+         ) -> LintReport:
+    """Find problems in a template that loads but will hurt real outputs.
+
+    Args:
+        template: a dict, JSON text, a path to a ``.json`` file or a compiled template.
+        tokenizer: optional; with a chat template, the start anchor is checked against the generation prompt
+            it renders (see `generation_prompt`). A tokenizer whose chat template cannot render a one-message
+            conversation gives an ``info`` warning instead.
+        generation_prompt_text: alternatively the rendered prompt itself, either ``(prompt, start)`` as
+            `generation_prompt` returns or a bare string that is all generation prompt (``start = 0``).
+
+    Returns:
+        a `LintReport` with the warnings in check order (reasoning name, overwrite, delimiter prefixes,
+        missing close, close in JSON, empty matches, start anchor) and the compatibility section.
+
+    Raises:
+        parsing.TemplateError: the template does not load (a ``ValueError``); lint needs a valid template.
+        OSError: a path that cannot be read.
+    """
+    spec = _spec_of(template)
+    delims = _delimiters(spec)
+    warnings: list[LintWarning] = []
+    warnings += _check_reasoning_name(spec)
+    warnings += _check_overwrite(spec)
+    warnings += _check_delimiter_prefix(spec, delims)
+    warnings += _check_missing_close(spec)
+    warnings += _check_close_in_json(spec, delims)
+    warnings += _check_empty_match(spec, delims)
+    gp = generation_prompt_text
+    if gp is None and tokenizer is not None:
+        try:
+            gp = generation_prompt(tokenizer)
+        except Exception as exc:  # a chat template can raise anything (jinja2, ValueError, TypeError)
+            warnings.append(LintWarning(
+                "anchor-not-in-generation-prompt", "start_anchor" if "start_anchor" in spec else
+                "start_anchor_pattern",
+                f"Could not render a generation prompt with the tokenizer's chat template "
+                f"({type(exc).__name__}: {exc}), so the start anchor was not checked.",
+                "Load a tokenizer with a chat template to check the anchor.", severity="info"))
+    if isinstance(gp, str):
+        gp = (gp, 0)
+    if gp is not None:
+        warnings += _check_anchor(spec, gp[0], gp[1])
+    return LintReport(warnings, compatibility(spec))

@@ -1,0 +1,50 @@
+"""Templates shared by the doctor tests (plain dicts; each test copies before changing one)."""
+
+import copy
+
+# A ChatML template (SmolLM3/Qwen3 shape) that lint has nothing to say about.
+CLEAN = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
+    },
+}
+
+# The template from the transformers guide: content does not repeat (the classic overwrite).
+GUIDE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>", "content": "text"},
+    },
+}
+
+CHATML_PROMPT = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def clean(**field_changes):
+    """A deep copy of CLEAN with `fields[name]` replaced (None deletes the field)."""
+    spec = copy.deepcopy(CLEAN)
+    for name, value in field_changes.items():
+        if value is None:
+            spec["fields"].pop(name, None)
+        else:
+            spec["fields"][name] = value
+    return spec

@@ -1,0 +1,318 @@
+"""Lint: each warning with a template that triggers it and one that does not; the compatibility section."""
+
+import copy
+import json
+
+import pytest
+
+import parsing
+from parsing.doctor.lint import compatibility, lint
+
+from doctor_templates import CHATML_PROMPT, CLEAN, GUIDE, clean
+
+TOOL = {
+    "open": "<tool_call>",
+    "close": "</tool_call>",
+    "repeats": True,
+    "content": "json",
+    "transform": {"type": "function", "function": "{content}"},
+}
+
+
+def codes(spec, **kw):
+    return lint(spec, **kw).codes
+
+
+def only(spec, code, **kw):
+    return [w for w in lint(spec, **kw).warnings if w.code == code]
+
+
+def test_clean_template_has_no_warnings():
+    report = lint(CLEAN, generation_prompt_text=(CHATML_PROMPT, CHATML_PROMPT.index("<|im_start|>assistant")))
+    assert report.warnings == []
+    assert "No lint warnings." in report.format()
+
+
+def test_accepts_json_text_and_rejects_invalid_templates():
+    assert lint(json.dumps(CLEAN)).warnings == []
+    bad = copy.deepcopy(CLEAN)
+    bad["fields"]["content"]["bogus"] = 1
+    with pytest.raises(parsing.TemplateError) as info:
+        lint(bad)
+    assert info.value.path.startswith("fields.content")
+
+
+# ---- reasoning-field-name
+
+
+def test_reasoning_field_name_triggers_on_thinking():
+    spec = clean(reasoning_content=None, thinking={"open": "<think>", "close": "</think>", "repeats": True,
+                                                   "join": ""})
+    [w] = only(spec, "reasoning-field-name")
+    assert w.path == "fields.thinking"
+    assert "reasoning_content" in w.fix
+
+
+def test_reasoning_field_name_triggers_on_reasoning_open_delimiter():
+    spec = clean(reasoning_content=None, scratch={"open": "[THINK]", "close": "[/THINK]", "repeats": True,
+                                                  "join": ""})
+    [w] = only(spec, "reasoning-field-name")
+    assert w.path == "fields.scratch" and "[THINK]" in w.message
+
+
+def test_reasoning_field_name_quiet_for_reasoning_content_and_closing_tags():
+    assert only(CLEAN, "reasoning-field-name") == []
+    # A content field that opens at `</think>` is not reasoning.
+    spec = clean(content={"open": "</think>", "close": "<|im_end|>", "repeats": True, "join": ""})
+    assert only(spec, "reasoning-field-name") == []
+
+
+# ---- field-overwrite
+
+
+def test_overwrite_triggers_on_non_repeating_implicit_field():
+    implicit = [w for w in only(GUIDE, "field-overwrite") if w.path == "fields.content"]
+    assert len(implicit) == 1 and implicit[0].severity == "warning"
+    assert '"repeats": true' in implicit[0].fix and '"join": ""' in implicit[0].fix
+    # ...and the warning is real: a newline after the tool call wipes the content.
+    out = "Answer.<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n"
+    assert "content" not in parsing.parse_response(out, GUIDE, prefix="")
+    assert parsing.parse_response(out, CLEAN, prefix="")["content"] == "Answer."
+
+
+def test_overwrite_triggers_on_implicit_field_with_only_its_own_close():
+    spec = {"start_anchor": "A:", "fields": {"content": {"close": "<|im_end|>"}}}
+    [w] = only(spec, "field-overwrite")
+    assert "own close" in w.message
+
+
+def test_overwrite_quiet_when_implicit_repeats_or_cannot_be_reentered():
+    assert [w for w in only(CLEAN, "field-overwrite") if w.path == "fields.content"] == []
+    # An implicit field that can never be re-entered: the only explicit field runs to the end.
+    spec = {"start_anchor": "A:", "fields": {"content": {}, "tool_calls": {"open_pattern": "(?=x)"}}}
+    assert only(spec, "field-overwrite") == []
+
+
+def test_overwrite_info_for_non_repeating_explicit_field():
+    spec = clean(reasoning_content={"open": "<think>", "close": "</think>"})
+    [w] = only(spec, "field-overwrite")
+    assert w.path == "fields.reasoning_content" and w.severity == "info"
+    assert only(CLEAN, "field-overwrite") == []
+
+
+# ---- delimiter-prefix
+
+
+def test_delimiter_prefix_triggers_on_literal_prefix_between_fields():
+    spec = clean(a={"open": "[TOOL]", "close": "[/TOOL]"}, b={"open": "[TOOL][ARGS]", "close": "[/ARGS]"})
+    warnings = only(spec, "delimiter-prefix")
+    assert [w.path for w in warnings] == ["fields.a.open"]
+    assert "[TOOL][ARGS]" in warnings[0].message
+
+
+def test_delimiter_prefix_triggers_when_a_close_is_a_prefix_of_another_open():
+    spec = clean(reasoning_content={"open": "<think>", "close": "</think>", "repeats": True, "join": ""},
+                 content={"open": "</think>\n\n", "close": "<|im_end|>"})
+    warnings = only(spec, "delimiter-prefix")
+    assert warnings and warnings[0].path == "fields.reasoning_content.close"
+    assert "cannot open right after it" in warnings[0].message
+
+
+def test_delimiter_prefix_triggers_on_identical_delimiters_and_literal_vs_pattern():
+    spec = clean(a={"open": "<x>", "close": "</x>"}, b={"open": ["<y>", "<x>"], "close": "</y>"})
+    [w] = only(spec, "delimiter-prefix")
+    assert w.path == "fields.b.open[1]" and "same text" in w.message
+    spec = clean(qwen={"open_pattern": r"<tool_call>\s*<function=(?P<name>\w+)>", "close": "</tool_call>",
+                       "transform": {"name": "{name}"}})
+    [w] = only(spec, "delimiter-prefix")
+    assert w.path == "fields.tool_calls.open"
+
+
+def test_delimiter_prefix_quiet_for_distinct_delimiters():
+    assert only(CLEAN, "delimiter-prefix") == []
+    # Prefixes inside one field's own list are the engine's business (it holds them correctly).
+    spec = clean(tool_calls={**TOOL, "open": ["<tool_call>", "<tool_call>\n"]})
+    assert only(spec, "delimiter-prefix") == []
+
+
+# ---- missing-close
+
+
+def test_missing_close_triggers_on_explicit_field_without_close():
+    spec = clean(reasoning_content={"open": "<think>", "repeats": True, "join": ""})
+    [w] = only(spec, "missing-close")
+    assert w.path == "fields.reasoning_content" and "tool_calls" in w.message
+
+
+def test_missing_close_quiet_for_closed_and_implicit_fields():
+    assert only(CLEAN, "missing-close") == []
+    spec = clean(content={"repeats": True, "join": ""})  # implicit without close: fine
+    assert only(spec, "missing-close") == []
+
+
+# ---- close-in-json
+
+
+def test_close_in_json_triggers_on_brace_close():
+    spec = clean(tool_calls={**TOOL, "open": "<|python_tag|>", "close": "}}"})
+    [w] = only(spec, "close-in-json")
+    assert w.path == "fields.tool_calls.close" and "}}" in w.message
+
+
+def test_close_in_json_triggers_on_pattern_matching_json_text():
+    spec = clean(tool_calls={**TOOL, "close": None, "close_pattern": r"\]"})
+    del spec["fields"]["tool_calls"]["close"]
+    [w] = only(spec, "close-in-json")
+    assert w.path == "fields.tool_calls.close_pattern"
+
+
+def test_close_in_json_quiet_for_special_tokens_end_anchors_and_text_fields():
+    assert only(CLEAN, "close-in-json") == []
+    spec = clean(tool_calls={k: v for k, v in TOOL.items() if k != "close"} | {"close_pattern": r"\}\s*$"})
+    assert only(spec, "close-in-json") == []
+    # `}` closing a text field is not a JSON problem.
+    spec = clean(a={"open": "{{", "close": "}"})
+    assert only(spec, "close-in-json") == []
+
+
+# ---- empty-match
+
+
+def test_empty_match_triggers_on_patterns_matching_nothing():
+    spec = clean()
+    del spec["start_anchor"]
+    spec["start_anchor_pattern"] = r"(?:<\|im_start\|>assistant\n)?"
+    spec["fields"]["reasoning_content"] = {"open": "<think>", "close_pattern": r"\s*", "repeats": True,
+                                           "join": ""}
+    paths = sorted(w.path for w in only(spec, "empty-match"))
+    assert paths == ["fields.reasoning_content.close_pattern", "start_anchor_pattern"]
+
+
+def test_empty_match_quiet_for_lookaheads_and_real_patterns():
+    spec = clean(reasoning_content={"open_pattern": r"<think>\n?", "close_pattern": r"(?=<tool_call>)|</think>",
+                                    "repeats": True, "join": ""})
+    assert only(spec, "empty-match") == []
+    assert only(CLEAN, "empty-match") == []
+
+
+# ---- anchor-not-in-generation-prompt
+
+
+def test_anchor_warning_when_generation_prompt_lacks_the_anchor():
+    # A Gemma-style prompt whose generation prompt is `<start_of_turn>model\n`.
+    prompt = "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n"
+    [w] = only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, prompt.index("<start_of_turn>model")))
+    assert w.path == "start_anchor" and "does not occur" in w.message
+    assert "<start_of_turn>model" in w.fix
+
+
+def test_anchor_warning_when_anchor_only_matches_earlier_turns():
+    prompt = CHATML_PROMPT + "Hello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"  # no generation prompt
+    [w] = only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, len(prompt)))
+    assert "earlier turns" in w.message
+
+
+def test_anchor_quiet_when_generation_prompt_has_it():
+    start = CHATML_PROMPT.index("<|im_start|>assistant")
+    assert only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(CHATML_PROMPT, start)) == []
+    # Also with a prefilled `<think>` after the anchor, and for a pattern anchor.
+    prompt = CHATML_PROMPT + "<think>\n"
+    spec = copy.deepcopy(CLEAN)
+    del spec["start_anchor"]
+    spec["start_anchor_pattern"] = r"<\|im_start\|>assistant\n"
+    assert only(spec, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, start)) == []
+
+
+class _BrokenTokenizer:
+    def apply_chat_template(self, *a, **k):
+        raise ValueError("no chat template")
+
+
+class _ChatMLTokenizer:
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False, **kw):
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def test_anchor_check_with_a_tokenizer_object():
+    assert only(CLEAN, "anchor-not-in-generation-prompt", tokenizer=_ChatMLTokenizer()) == []
+    spec = copy.deepcopy(CLEAN)
+    spec["start_anchor"] = "<|assistant|>"
+    assert len(only(spec, "anchor-not-in-generation-prompt", tokenizer=_ChatMLTokenizer())) == 1
+    [w] = only(CLEAN, "anchor-not-in-generation-prompt", tokenizer=_BrokenTokenizer())
+    assert w.severity == "info" and "no chat template" in w.message
+
+
+# ---- compatibility
+
+
+def _compat(spec):
+    return {c.target: c for c in compatibility(spec)}
+
+
+def test_compatibility_of_transformers_style_template():
+    c = _compat(CLEAN)
+    assert c["transformers"].accepted and c["transformers"].reasons == ()
+    assert not c["vllm"].accepted
+    assert any("reasoning_content" in r and "thinking" in r for r in c["vllm"].reasons)
+
+
+def test_compatibility_vllm_accepts_plain_thinking_content_tool_calls():
+    spec = {"start_anchor": "<|im_start|>assistant\n", "fields": {
+        "thinking": {"open": "<think>", "close": "</think>"},
+        "tool_calls": TOOL,
+        "content": {"close": "<|im_end|>"},
+    }}
+    c = _compat(spec)
+    assert c["vllm"].accepted and c["transformers"].accepted
+
+
+def test_compatibility_vllm_rejects_non_text_content():
+    spec = {"start_anchor": "A:", "fields": {"content": {"content": "json", "close": "<|im_end|>"}}}
+    [reason] = _compat(spec)["vllm"].reasons
+    assert "plain text" in reason and "json" in reason
+    spec = {"start_anchor": "A:", "fields": {"content": {"repeats": True, "join": ""}}}
+    assert not _compat(spec)["vllm"].accepted
+
+
+def test_compatibility_of_invalid_template_never_raises():
+    c = _compat({"fields": {}})
+    assert not c["transformers"].accepted and not c["vllm"].accepted
+    assert c["transformers"].reasons
+
+
+def test_report_dict_and_text_have_paths_and_fixes():
+    report = lint(GUIDE)
+    d = report.to_dict()
+    assert {w["code"] for w in d["warnings"]} >= {"field-overwrite"}
+    assert all(w["path"] and w["fix"] for w in d["warnings"])
+    assert [c["target"] for c in d["compatibility"]] == ["transformers", "vllm"]
+    text = report.format()
+    assert "fields.content" in text and "fix:" in text and "vllm: NOT accepted" in text
+
+
+def test_imports_stay_light():
+    """`import parsing` does not load the doctor; the doctor (lint, checks, suites, round trip module) does not
+    load transformers until a round trip loads a tokenizer by path."""
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(parsing.__file__).resolve().parent.parent
+    code = ("import sys, parsing; assert 'parsing.doctor' not in sys.modules, 'doctor imported by parsing'; "
+            "import parsing.doctor; from parsing.doctor import lint, run_checks; "
+            "lint({'start_anchor': 'A', 'fields': {'content': {}}}); "
+            "run_checks({'start_anchor': 'A', 'fields': {'content': {}}}, '', 'hi'); "
+            "assert 'transformers' not in sys.modules, 'transformers imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+def test_delimiter_prefix_quiet_for_closes_of_different_fields():
+    # Two explicit closes are never watched at the same time: `</tool_call>` twice is fine.
+    spec = clean(other={"open": "<other>", "close": "</tool_call>"})
+    assert only(spec, "delimiter-prefix") == []
+
+
+def test_delimiter_prefix_triggers_when_a_close_equals_another_open():
+    spec = clean(content={"open": "</think>", "close": "<|im_end|>", "repeats": True, "join": ""})
+    [w] = only(spec, "delimiter-prefix")
+    assert "same text" in w.message
