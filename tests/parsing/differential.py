@@ -1,0 +1,307 @@
+"""Differential harness: our `parsing` engine against the transformers 5.23 reference.
+
+For one case (template, prefix, output, tools) and one chunking of the output it runs
+
+* the reference one-shot `parse_response`,
+* the reference "ideal" run: the truncated prefix and the whole output fed as ONE stream with
+  `prefix=""` (no chunk boundary anywhere, not even between prefix and generation),
+* the reference `ResponseParser` fed the given chunks,
+* our `ResponseParser` fed the same chunks (and our one-shot `parse_response`),
+
+and compares final messages (type-strict, NaN-safe) or exception categories, and the event lists
+after merging adjacent `region_chunk` events of the same field.
+
+Expected result for ours = the reference's result for the same chunks, except where the reference's
+own streaming result differs from its one-shot result (its known flaw: committing a delimiter match
+that could still grow). Then ours must give the one-shot result; such chunkings are recorded as
+divergences. The ideal run also catches the same flaw at the prefix/generation boundary (the reference
+feeds the prefix before the output, so even its one-shot result can be cut there); there ours must give
+the ideal (single-stream) result. Outside those flaws ideal == one-shot == streaming for the reference.
+
+`DIFF_SELF_CHECK=1` makes "ours" the reference itself (to validate corpus and harness without `parsing`);
+in that mode divergent chunkings are expected to reproduce the reference's streaming result.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from transformers.utils import chat_parsing as ref  # noqa: E402
+from transformers.utils.chat_parsing.response_templates import load_response_template as ref_load  # noqa: E402
+
+SELF_CHECK = os.environ.get("DIFF_SELF_CHECK", "") not in ("", "0")
+
+if SELF_CHECK:
+    ours = ref
+else:
+    import parsing as ours  # noqa: E402
+
+FIXTURES = HERE / "fixtures"
+
+RANDOM_CHUNKINGS = 30
+FIXED_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 13, 31)
+
+
+# ----------------------------------------------------------------------------------------------
+# corpus
+
+
+def load_cases() -> list[dict]:
+    cases: list[dict] = []
+    for path in sorted(FIXTURES.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for case in data:
+            case = dict(case)
+            case["_file"] = path.name
+            cases.append(case)
+    ids = [c["id"] for c in cases]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    if dupes:
+        raise AssertionError(f"duplicate case ids: {sorted(dupes)}")
+    return cases
+
+
+def resolve_tools(spec: Any) -> Any:
+    """`"py:NAME"` names a list of real Python functions in `pytools.py`; anything else is JSON tools."""
+    if isinstance(spec, str) and spec.startswith("py:"):
+        import pytools
+
+        return list(getattr(pytools, spec[3:]))
+    return copy.deepcopy(spec)
+
+
+# ----------------------------------------------------------------------------------------------
+# chunkings
+
+
+def fixed_chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def random_chunks(text: str, rng: random.Random) -> list[str]:
+    """Random cut points (any number, possibly none), with an occasional empty chunk."""
+    n = len(text)
+    if n == 0:
+        return [""] * rng.randint(1, 3)
+    k = rng.randint(0, n)
+    cuts = sorted(rng.sample(range(1, n), min(k, n - 1))) if n > 1 else []
+    chunks, last = [], 0
+    for c in cuts + [n]:
+        chunks.append(text[last:c])
+        last = c
+        if rng.random() < 0.05:
+            chunks.append("")
+    return chunks
+
+
+def chunkings(text: str, case_id: str, n_random: int = RANDOM_CHUNKINGS) -> list[tuple[str, list[str]]]:
+    out: list[tuple[str, list[str]]] = [("whole", [text])]
+    out += [(f"size{s}", fixed_chunks(text, s)) for s in FIXED_SIZES]
+    for k in range(n_random):
+        rng = random.Random(f"{case_id}#{k}")
+        out.append((f"random{k}", random_chunks(text, rng)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# outcomes and comparison
+
+
+def error_category(exc: BaseException) -> str:
+    for cls in (KeyError, RuntimeError, ValueError, TypeError, TimeoutError):
+        if isinstance(exc, cls):
+            return cls.__name__
+    return type(exc).__name__
+
+
+@dataclass
+class Outcome:
+    message: Any = None
+    events: list | None = None  # None when an exception was raised
+    error: BaseException | None = None
+    post: dict = field(default_factory=dict)  # after-finalize calls -> error category or "no error"
+
+    @property
+    def error_cat(self) -> str | None:
+        return None if self.error is None else error_category(self.error)
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"raises {self.error_cat}: {str(self.error)[:200]}"
+        return f"message={self.message!r}"
+
+
+def merge_events(events: list[dict]) -> list[dict]:
+    """Concatenate adjacent region_chunk events of the same field (holding longer may split differently)."""
+    out: list[dict] = []
+    for ev in events:
+        if (
+            ev.get("type") == "region_chunk"
+            and out
+            and out[-1].get("type") == "region_chunk"
+            and out[-1].get("field") == ev.get("field")
+            and out[-1].get("dirty") == ev.get("dirty")
+        ):
+            out[-1] = dict(out[-1], text=out[-1]["text"] + ev["text"])
+        else:
+            out.append(dict(ev))
+    return out
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """Equality that distinguishes True/1/1.0 and treats NaN as equal to NaN (dict key order ignored)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def same_outcome(a: Outcome, b: Outcome, events: bool = True) -> bool:
+    if (a.error is None) != (b.error is None):
+        return False
+    if a.error is not None:
+        return a.error_cat == b.error_cat
+    if not strict_equal(a.message, b.message):
+        return False
+    if events and a.events is not None and b.events is not None:
+        return strict_equal(merge_events(a.events), merge_events(b.events))
+    return True
+
+
+def diff_text(expected: Outcome, got: Outcome) -> str:
+    if (expected.error is None) != (got.error is None) or expected.error is not None:
+        return f"expected {expected.describe()} | got {got.describe()}"
+    if not strict_equal(expected.message, got.message):
+        return f"expected message {expected.message!r} | got {got.message!r}"
+    ee, ge = merge_events(expected.events or []), merge_events(got.events or [])
+    for i, (x, y) in enumerate(zip(ee, ge)):
+        if not strict_equal(x, y):
+            return f"merged event #{i}: expected {x!r} | got {y!r}"
+    return f"merged event count: expected {len(ee)} | got {len(ge)}; extra: {(ee[len(ge):] or ge[len(ee):])[:3]!r}"
+
+
+# ----------------------------------------------------------------------------------------------
+# runners
+
+
+def run_stream(impl, template, prefix, chunks, tools=None, post=()) -> Outcome:
+    out = Outcome()
+    try:
+        parser = impl.ResponseParser(copy.deepcopy(template), prefix, tools=resolve_tools(tools))
+        events = list(parser.initial_events)
+        for chunk in chunks:
+            events += parser.feed(chunk)
+        message, final = parser.finalize()
+        events += final
+        out.message, out.events = message, events
+    except Exception as exc:  # noqa: BLE001 - the category is what gets compared
+        out.error = exc
+        return out
+    for call in post:
+        try:
+            parser.feed("more") if call == "feed" else parser.finalize()
+            out.post[call] = "no error"
+        except Exception as exc:  # noqa: BLE001
+            out.post[call] = error_category(exc)
+    return out
+
+
+def run_oneshot(impl, template, prefix, output, tools=None) -> Outcome:
+    out = Outcome()
+    try:
+        out.message = impl.parse_response(output, copy.deepcopy(template), prefix=prefix, tools=resolve_tools(tools))
+    except Exception as exc:  # noqa: BLE001
+        out.error = exc
+    return out
+
+
+def ref_ideal(template, prefix, output, tools=None) -> Outcome:
+    """Reference with the truncated prefix and the whole output as one single stream."""
+    try:
+        compiled = ref_load(copy.deepcopy(template))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(error=exc)
+    if prefix is None:
+        return run_stream(ref, template, prefix, [output], tools)
+    stream = compiled.truncate_past_last_anchor(prefix) + output
+    return run_stream(ref, template, "", [stream], tools)
+
+
+@dataclass
+class Report:
+    case_id: str
+    mismatches: list[str] = field(default_factory=list)  # "chunking: detail"
+    divergences: list[str] = field(default_factory=list)  # chunkings where the reference streaming != ideal
+    prefix_boundary_divergence: bool = False  # the reference's own one-shot != ideal
+
+
+class CaseRunner:
+    """Runs one case against many chunkings, reusing the reference baselines."""
+
+    def __init__(self, case_id, template, prefix, output, tools=None, post=()):
+        self.case_id, self.template, self.prefix, self.output = case_id, template, prefix, output
+        self.tools, self.post = tools, tuple(post)
+        self.ideal = ref_ideal(template, prefix, output, tools)
+        self.ref_oneshot = run_oneshot(ref, template, prefix, output, tools)
+        self.ref_oneshot_stream = run_stream(ref, template, prefix, [output], tools, self.post)
+        self.report = Report(case_id)
+        self.report.prefix_boundary_divergence = not same_outcome(self.ref_oneshot_stream, self.ideal)
+        # sanity of the oracle itself: parse_response == feed(whole) + finalize
+        assert same_outcome(self.ref_oneshot, self.ref_oneshot_stream, events=False)
+
+    def check_oneshot(self) -> None:
+        got = run_oneshot(ours, self.template, self.prefix, self.output, self.tools)
+        expected = self.ref_oneshot if SELF_CHECK else self.ideal
+        if not same_outcome(expected, got, events=False):
+            self.report.mismatches.append(f"parse_response one-shot: {diff_text(expected, got)}")
+
+    def check(self, label: str, chunks: list[str]) -> None:
+        ref_stream = run_stream(ref, self.template, self.prefix, chunks, self.tools, self.post)
+        got = run_stream(ours, self.template, self.prefix, chunks, self.tools, self.post)
+        divergent = not same_outcome(ref_stream, self.ideal)
+        if divergent:
+            self.report.divergences.append(label)
+        expected = ref_stream if (SELF_CHECK or not divergent) else self.ideal
+        where = f"{label} chunks={chunks!r}"
+        if not same_outcome(expected, got):
+            self.report.mismatches.append(f"{where}: {diff_text(expected, got)}")
+        elif got.events is not None:
+            empty = [e for e in got.events if e.get("type") == "region_chunk" and not e.get("text")]
+            if empty:
+                self.report.mismatches.append(f"{where}: empty region_chunk events {empty[:2]!r}")
+        if got.error is None and got.post != ref_stream.post:
+            self.report.mismatches.append(f"{where}: after finalize expected {ref_stream.post} | got {got.post}")
+
+    def run_all(self, chunk_list) -> Report:
+        self.check_oneshot()
+        for label, chunks in chunk_list:
+            self.check(label, chunks)
+        return self.report
+
+
+def format_report(report: Report, limit: int = 6) -> str:
+    lines = [f"case {report.case_id}: {len(report.mismatches)} mismatching chunkings"]
+    lines += ["  " + m for m in report.mismatches[:limit]]
+    if len(report.mismatches) > limit:
+        lines.append(f"  ... and {len(report.mismatches) - limit} more")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""Corpus x chunkings: our engine against the transformers 5.23 reference (see differential.py).
+
+Every case runs with the whole output as one chunk, fixed chunk sizes 1-8, 13, 31 and 30 seeded
+random chunkings (with occasional empty feeds). Per chunking: final message (or exception category)
+and merged event list must equal the reference's for the same chunks, or the reference's one-shot
+result where its own streaming result diverges from it (those cases carry a `divergence` reason in
+the corpus and a dedicated test in test_divergences.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import differential as d
+
+CASES = d.load_cases()
+CONTENT_PARSERS = {"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"}
+TEMPLATE_KEYS = {"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"}
+FIELD_KEYS = {"open", "open_pattern", "close", "close_pattern", "content", "content_args", "repeats", "join",
+              "optional", "transform", "transform_each"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case_all_chunkings(case):
+    runner = d.CaseRunner(case["id"], case["template"], case["prefix"], case["output"], case.get("tools"),
+                          case.get("post", ()))
+    # The corpus says what it exercises: error cases must really raise that category in the reference.
+    if "expect_error" in case:
+        assert runner.ideal.error_cat == case["expect_error"], runner.ideal.describe()
+    else:
+        assert runner.ideal.error is None, runner.ideal.describe()
+    report = runner.run_all(d.chunkings(case["output"], case["id"]))
+    assert not report.mismatches, d.format_report(report)
+    diverged = bool(report.divergences) or report.prefix_boundary_divergence
+    assert diverged == bool(case.get("divergence")), (
+        f"reference streaming diverges from its one-shot result in {report.divergences[:8]}; "
+        "document it with a `divergence` reason and a test in test_divergences.py"
+        if diverged else "case documents a divergence that the reference no longer shows"
+    )
+    if case.get("post"):
+        assert runner.ref_oneshot_stream.post == {k: "RuntimeError" for k in case["post"]}
+
+
+def test_corpus_size_and_coverage():
+    assert len(CASES) >= 40
+    for case in CASES:
+        assert {"id", "template", "prefix", "output", "covers"} <= set(case), case.get("id")
+    valid = [c for c in CASES if not c.get("expect_error") or not c["id"].startswith("tpl_")]
+    templates = [c["template"] for c in valid if isinstance(c["template"], dict)]
+    used_top = set().union(*(t.keys() for t in templates))
+    assert TEMPLATE_KEYS <= used_top, TEMPLATE_KEYS - used_top
+    fields = [f for t in templates for f in t.get("fields", {}).values() if isinstance(f, dict)]
+    used_field_keys = set().union(*(f.keys() for f in fields))
+    assert FIELD_KEYS <= used_field_keys, FIELD_KEYS - used_field_keys
+    used_parsers = {f.get("content", "text") for f in fields}
+    assert CONTENT_PARSERS <= used_parsers, CONTENT_PARSERS - used_parsers
+    assert any(isinstance(c.get("tools"), str) for c in CASES), "needs Python-function tools"
+    assert any(c["prefix"] is None for c in CASES)
+    assert {"KeyError", "ValueError"} <= {c.get("expect_error") for c in CASES}
+    assert any(c.get("post") for c in CASES)
+    assert sum(1 for c in CASES if c["id"].startswith("tpl_")) >= 25
+
+
+def test_chunkings_cover_required_sizes():
+    labels = [label for label, _ in d.chunkings("abcdefghij" * 5, "x")]
+    for size in (1, 2, 3, 4, 5, 6, 7, 8, 13, 31):
+        assert f"size{size}" in labels
+    assert sum(label.startswith("random") for label in labels) == 30
+    for label, chunks in d.chunkings("abcdefghij" * 5, "x"):
+        assert "".join(chunks) == "abcdefghij" * 5, label

@@ -1,0 +1,88 @@
+"""Documented divergences: inputs where the reference's streaming result differs from its own
+one-shot result. Ours must give the one-shot result for every chunking (spec section 4: a delimiter
+whose match can still change with more input is held until it is decided; holding longer only changes
+how a region's text is split into region_chunk events, so events are compared after merging).
+
+Each test pins (a) the reference's flawed streaming result for one chunking, so we notice if transformers
+changes, (b) the reference's one-shot (uncut) result, written out by hand, and (c) ours == (b), for
+that chunking and for chunk sizes 1-4.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import differential as d
+
+ANCHOR = "<|a|>"
+
+
+def _tpl(fields):
+    return {"start_anchor": ANCHOR, "fields": fields}
+
+
+DIVERGENCES = [
+    pytest.param(
+        # Reason: a regex match that stops before the buffer edge is treated as final by the reference
+        # even though the optional tail `(?:\s*</wrap>)?` could still extend it: with the buffer ending in
+        # `</x>\n` it commits `</x>`, and `\n</wrap>` then leaks into the implicit content region.
+        _tpl({"content": {}, "x": {"open": "<x>", "close_pattern": r"</x>(?:\s*</wrap>)?"}}),
+        "", "hi<x>1</x>\n</wrap>tail", ["hi<x>1</x>\n", "</wrap>tail"],
+        {"content": "tail", "x": "1"}, {"content": "</wrap>tail", "x": "1"},
+        id="regex_close_optional_tail",
+    ),
+    pytest.param(
+        # Reason: the same flaw for a literal list whose literals overlap: `[TOOL]` is complete and followed
+        # by `[`, so it no longer ends at the edge and the reference commits it, although `[` starts the
+        # longer literal `[TOOL][ARGS]` (which the one-shot run picks, longest match wins).
+        _tpl({"content": {}, "tool": {"open": ["[TOOL]", "[TOOL][ARGS]"], "close": "\n"}}),
+        "", "[TOOL][ARGS]x\n", ["[TOOL][", "ARGS]x\n"],
+        {"tool": "x"}, {"tool": "[ARGS]x"},
+        id="literal_list_prefix_overlap",
+    ),
+    pytest.param(
+        # Reason: `$` without MULTILINE also matches just before a final newline of the searched text. A chunk
+        # ending in `\n` lets the zero-width implicit close match before that newline; it does not end at
+        # the buffer edge, so the reference commits it; with more text the match would not exist there.
+        _tpl({"content": {"close_pattern": "$"}}),
+        "", "abc\ndef", ["abc\n", "def"],
+        {"content": "abc\ndef"}, {"content": "def"},
+        id="dollar_before_trailing_newline",
+    ),
+    pytest.param(
+        # Reason: the reference consumes the prefix (after the anchor) as its own chunk before the output,
+        # so the flaw also hits its ONE-SHOT parse_response when the prefix ends in `</x>\n` and the output
+        # starts with `</wrap>`. Ours must give the result of one uncut stream (prefix tail + output).
+        _tpl({"content": {}, "x": {"open": "<x>", "close_pattern": r"</x>(?:\s*</wrap>)?"}}),
+        ANCHOR + "hi<x>1</x>\n", "</wrap>tail", ["</wrap>tail"],
+        {"content": "tail", "x": "1"}, {"content": "</wrap>tail", "x": "1"},
+        id="prefix_boundary_regex_close",
+    ),
+]
+
+
+@pytest.mark.parametrize("template,prefix,output,chunks,uncut,flawed", DIVERGENCES)
+def test_reference_streaming_flaw_is_real(template, prefix, output, chunks, uncut, flawed):
+    """The reference really diverges here (if transformers fixes it, this documents the change)."""
+    ideal = d.ref_ideal(template, prefix, output)
+    assert ideal.message == uncut
+    streamed = d.run_stream(d.ref, template, prefix, chunks)
+    assert streamed.message == flawed
+    assert flawed != uncut
+    if prefix:
+        assert d.run_oneshot(d.ref, template, prefix, output).message == flawed
+    else:
+        assert d.run_oneshot(d.ref, template, prefix, output).message == uncut
+
+
+@pytest.mark.skipif(d.SELF_CHECK, reason="self-check mode: 'ours' is the reference, which has the flaw")
+@pytest.mark.parametrize("template,prefix,output,chunks,uncut,flawed", DIVERGENCES)
+def test_ours_gives_uncut_result(template, prefix, output, chunks, uncut, flawed):
+    ideal = d.ref_ideal(template, prefix, output)
+    chunkings = [chunks] + [d.fixed_chunks(output, n) for n in (1, 2, 3, 4)]
+    for ch in chunkings:
+        got = d.run_stream(d.ours, template, prefix, ch)
+        assert got.error is None, f"{ch!r}: {got.describe()}"
+        assert got.message == uncut, f"chunks={ch!r}"
+        assert d.merge_events(got.events) == d.merge_events(ideal.events), f"chunks={ch!r}"
+    assert d.run_oneshot(d.ours, template, prefix, output).message == uncut

@@ -1,0 +1,146 @@
+"""Property-based differential test: random valid templates, outputs stitched from their delimiters
+(whole, partial, near-miss) and filler text, random prefixes and random chunkings, compared with the
+reference through the same harness and divergence rule as the corpus (see differential.py).
+
+Templates are generated so the reference always terminates: explicit regions only get closes that
+cannot match the empty string; zero-width patterns are used as opens (lookaheads) and implicit closes.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import differential as d
+
+ANCHOR = "<|a|>"
+
+# (pattern, strings that match it, is_zero_width_capable)
+REGEX_POOL = [
+    (r"<a\s*>", ["<a>", "<a \n>"], False),
+    (r"</a>(?:\s*</w>)?", ["</a>", "</a>\n</w>", "</a> ", "</w>"], False),
+    (r"\[T\](?:\[A\])?", ["[T]", "[T][A]", "[A]"], False),
+    (r"<b(?: x=\d+)?>", ["<b>", "<b x=12>", "<b x="], False),
+    (r"\|+", ["|", "||", "|||"], False),
+    (r"a+b", ["ab", "aab", "a"], False),
+    (r"<<|>>", ["<<", ">>"], False),
+    (r"(?:</b>|\n\n)", ["</b>", "\n\n", "\n"], False),
+]
+ZERO_WIDTH_OPENS = [(r"(?=\[T\])", ["[T]"]), (r"(?=<b)", ["<b>"]), (r"(?=\{)", ["{"])]
+ZERO_WIDTH_IMPLICIT_CLOSES = [(r"$", ["\n"]), (r"\Z", [""]), (r"(?=<a>)", ["<a>"]), (r"(?=\|)", ["|"])]
+NAMED_OPENS = [(r"<c (?P<n>\w+)>", ["<c f>", "<c xy>", "<c "]), (r"<c(?: (?P<n>\w))?>", ["<c>", "<c q>"])]
+LITERAL_POOL = ["<a>", "</a>", "<b>", "</b>", "<", "<<", "[T]", "[T][A]", "|", "||", "\n", "\n\n", "ab", "a", "<|x|>", "</w>"]
+FILLER = "ab <>/|[]TAw\nx=1{}c"
+FIELD_NAMES = ["content", "reasoning_content", "tool_calls", "a", "b", "z"]
+
+
+@st.composite
+def delimiter(draw, zero_width_ok=False, named_ok=False):
+    """-> (spec_key_kind 'lit'|'re', value, sample strings, has_named_groups)"""
+    kind = draw(st.sampled_from(["lit", "lit", "list", "re", "re"] + (["zw"] if zero_width_ok else [])
+                                + (["named"] if named_ok else [])))
+    if kind == "lit":
+        s = draw(st.sampled_from(LITERAL_POOL))
+        return "lit", s, [s], False
+    if kind == "list":
+        lits = draw(st.lists(st.sampled_from(LITERAL_POOL), min_size=1, max_size=3))
+        return "lit", lits, list(lits), False
+    if kind == "re":
+        pat, samples, _ = draw(st.sampled_from(REGEX_POOL))
+        return "re", pat, samples, False
+    if kind == "zw":
+        pat, samples = draw(st.sampled_from(ZERO_WIDTH_OPENS))
+        return "re", pat, samples, False
+    pat, samples = draw(st.sampled_from(NAMED_OPENS))
+    return "re", pat, samples, True
+
+
+@st.composite
+def templates(draw):
+    names = draw(st.lists(st.sampled_from(FIELD_NAMES), min_size=1, max_size=4, unique=True))
+    has_implicit = draw(st.booleans())
+    fields, samples = {}, []
+    for i, name in enumerate(names):
+        spec: dict = {}
+        named = False
+        if not (has_implicit and i == 0):
+            k, v, ss, named = draw(delimiter(zero_width_ok=True, named_ok=True))
+            spec["open" if k == "lit" else "open_pattern"] = v
+            samples += ss
+            if draw(st.integers(0, 4)) > 0:  # mostly closed; explicit closes never match empty
+                k, v, ss, _ = draw(delimiter())
+                spec["close" if k == "lit" else "close_pattern"] = v
+                samples += ss
+        elif draw(st.booleans()):
+            if draw(st.booleans()):
+                pat, ss = draw(st.sampled_from(ZERO_WIDTH_IMPLICIT_CLOSES))
+                spec["close_pattern"] = pat
+            else:
+                k, v, ss, _ = draw(delimiter())
+                spec["close" if k == "lit" else "close_pattern"] = v
+            samples += ss
+        content = draw(st.sampled_from(["text"] * 8 + ["json", "kv-lines", "int", "bool"]))
+        if content != "text":
+            spec["content"] = content
+        if content == "json":
+            spec["content_args"] = {"allow_non_json": True}
+        elif content == "text" and draw(st.integers(0, 3)) == 0:
+            spec["content_args"] = {"strip": False}
+        if draw(st.integers(0, 3)) == 0:
+            spec["repeats"] = True
+            if content == "text" and draw(st.booleans()):
+                spec["join"] = draw(st.sampled_from(["", "|", "\n"]))
+        if named or draw(st.integers(0, 5)) == 0:
+            spec["transform"] = {"v": "{content}", "n": "{n}"} if named and draw(st.booleans()) else {"v": "{content}", "k": 1}
+        fields[name] = spec
+    template = {"start_anchor": ANCHOR, "fields": fields}
+    if draw(st.booleans()):
+        template["defaults"] = {"role": "assistant"}
+    return template, samples
+
+
+@st.composite
+def stitched(draw, samples, max_pieces=10, min_pieces=2):
+    pieces = []
+    for _ in range(draw(st.integers(min_pieces, max_pieces))):
+        choice = draw(st.integers(0, 4))
+        if choice == 0:
+            pieces.append(draw(st.text(alphabet=FILLER, min_size=1, max_size=5)))
+        else:
+            s = draw(st.sampled_from(samples)) if samples else ""
+            if s and choice == 4 and len(s) > 1:  # near miss: a proper prefix of a delimiter
+                s = s[: draw(st.integers(1, len(s) - 1))]
+            pieces.append(s)
+    return "".join(pieces)
+
+
+@st.composite
+def scenarios(draw):
+    template, samples = draw(templates())
+    output = draw(stitched(samples))
+    mode = draw(st.sampled_from(["empty", "empty", "anchored", "no_anchor"]))
+    if mode == "empty":
+        prefix = ""
+    elif mode == "anchored":
+        prefix = draw(stitched(samples, 3, 0)) + ANCHOR + draw(stitched(samples, 3, 0))
+    else:
+        prefix = draw(stitched(samples, 3, 0))
+    chunk_lists = []
+    for _ in range(3):
+        cuts = sorted(set(draw(st.lists(st.integers(0, len(output)), max_size=max(1, len(output))))))
+        bounds = [0] + cuts + [len(output)]
+        chunk_lists.append([output[a:b] for a, b in zip(bounds, bounds[1:])])
+    return template, prefix, output, chunk_lists
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenarios())
+def test_random_templates_match_reference(scenario):
+    template, prefix, output, chunk_lists = scenario
+    runner = d.CaseRunner("property", template, prefix, output)
+    labelled = [("whole", [output]), ("size1", d.fixed_chunks(output, 1))]
+    labelled += [(f"drawn{i}", ch) for i, ch in enumerate(chunk_lists)]
+    report = runner.run_all(labelled)
+    assert not report.mismatches, (
+        f"template={template!r}\nprefix={prefix!r}\noutput={output!r}\n" + d.format_report(report, 3))
