@@ -1,0 +1,41 @@
+"""Response Template Playground: `python app.py [--model ID_OR_PATH] [--host HOST] [--port PORT]`.
+
+Starts the Gradio 6 app (see playground/ui.py).  With no --model it loads a hub
+model on CUDA machines, else the built-in model, else a tiny local one.
+"""
+
+from __future__ import annotations
+
+try:  # ZeroGPU: `spaces` must be imported before anything initialises CUDA
+    import spaces  # noqa: F401
+except Exception:  # noqa: BLE001
+    spaces = None
+
+import argparse
+import os
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line flags (see --help)."""
+    p = argparse.ArgumentParser(description="Response Template Playground")
+    p.add_argument("--model", default=None, help="hub id or local folder (default: built-in / GPU default)")
+    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    p.add_argument("--trust-remote-code", action="store_true", help="allow models with custom code (off by default)")
+    p.add_argument("--no-preload", action="store_true", help="do not load the model before the page opens")
+    p.add_argument("--concurrency", type=int, default=8, help="jobs running at once across users")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    """Build and launch the app (blocks until the server stops)."""
+    args = parse_args(argv)
+    from playground.ui import build_ui, launch_kwargs
+
+    demo = build_ui(args.model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload)
+    demo.queue(default_concurrency_limit=args.concurrency)
+    demo.launch(server_name=args.host, server_port=args.port, **launch_kwargs())
+
+
+if __name__ == "__main__":
+    main()

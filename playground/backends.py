@@ -1,0 +1,276 @@
+"""Model loading (a shared cache guarded by a lock) and streaming generation.
+
+Loaded ``(tokenizer, model)`` pairs are shared by all sessions; nothing here
+holds per-user data.  Generation runs ``model.generate`` in a thread feeding a
+``TextIteratorStreamer(skip_prompt=True, skip_special_tokens=False)``; a
+``StoppingCriteria`` reads a ``threading.Event`` that the caller (Stop button)
+or the generator's ``finally`` sets, so ``generate`` really stops.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+try:  # ZeroGPU on Spaces; outside ZeroGPU the decorator returns the function unchanged
+    import spaces  # type: ignore
+
+    _GPU = spaces.GPU(duration=120)
+except Exception:  # noqa: BLE001 - not installed: plain function
+    spaces = None
+
+    def _GPU(fn):
+        return fn
+
+
+HUB_DEFAULT_GPU = "HuggingFaceTB/SmolLM3-3B"
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; ``str(err)`` is a readable message for the UI."""
+
+
+class GenerationError(RuntimeError):
+    """Generation failed; ``str(err)`` is a readable message for the UI."""
+
+
+@dataclass
+class LoadedModel:
+    """A loaded model: ``name`` as given, ``tokenizer``, ``model``, ``device`` (str), ``load_seconds``."""
+
+    name: str
+    tokenizer: Any
+    model: Any
+    device: str = "cpu"
+    load_seconds: float = 0.0
+    trust_remote_code: bool = False
+    info: dict = field(default_factory=dict)
+
+
+_CACHE: dict[tuple[str, bool], LoadedModel] = {}
+_LOCK = threading.Lock()
+_ACTIVE = 0
+_ACTIVE_LOCK = threading.Lock()
+
+
+def cuda_available() -> bool:
+    """True when torch sees a CUDA device."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def builtin_model_dir() -> str | None:
+    """The built-in model folder (examples.builtin_model) when it exists and is usable, else None."""
+    try:
+        from examples import builtin_model  # type: ignore
+
+        if builtin_model.available():
+            return str(builtin_model.MODEL_DIR)
+    except Exception:  # noqa: BLE001 - not landed yet or broken: fall back
+        return None
+    return None
+
+
+def default_model() -> str:
+    """The model to load when none is given: a hub model on CUDA, else the built-in one, else a tiny local one."""
+    if cuda_available():
+        return HUB_DEFAULT_GPU
+    found = builtin_model_dir()
+    if found:
+        return found
+    from .tinymodel import default_tiny_model_dir
+
+    return str(default_tiny_model_dir())
+
+
+def _readable_load_error(name: str, e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    low = text.lower()
+    if isinstance(e, MemoryError) or "out of memory" in low:
+        return f"Out of memory while loading '{name}'. Try a smaller model."
+    if "trust_remote_code" in low:
+        return f"'{name}' needs custom code; start the app with --trust-remote-code if you trust it."
+    if not Path(name).exists() and any(k in low for k in ("offline", "connect", "resolve", "not a valid model",
+                                                           "repository not found", "does not appear", "hub",
+                                                           "couldn't", "can't load", "not found", "no such")):
+        return (f"Could not load '{name}': it is not a local folder and it could not be fetched from the "
+                f"Hugging Face Hub (unknown id, private repo, or no network). Details: {text[:300]}")
+    return f"Could not load '{name}': {text[:500]}"
+
+
+def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
+    """Load (or fetch from the shared cache) a tokenizer and causal LM by hub id or local folder.
+
+    On CUDA: ``dtype="auto", device_map="auto"``; on CPU: float32.  Raises
+    :class:`ModelLoadError` with a readable message for any failure.
+    """
+    name = (name or "").strip()
+    if not name:
+        raise ModelLoadError("Enter a model id (e.g. org/name) or a local folder.")
+    key = (name, bool(trust_remote_code))
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        t0 = time.perf_counter()
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+            if cuda_available():
+                model = AutoModelForCausalLM.from_pretrained(name, dtype="auto", device_map="auto",
+                                                             trust_remote_code=trust_remote_code)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32,
+                                                             trust_remote_code=trust_remote_code)
+            model.eval()
+        except BaseException as e:  # noqa: BLE001 - includes OOM
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            gc.collect()
+            raise ModelLoadError(_readable_load_error(name, e)) from None
+        lm = LoadedModel(name=name, tokenizer=tok, model=model, device=str(getattr(model, "device", "cpu")),
+                         load_seconds=time.perf_counter() - t0, trust_remote_code=trust_remote_code,
+                         info={"parameters": sum(p.numel() for p in model.parameters())})
+        _CACHE[key] = lm
+        return lm
+
+
+def cached_models() -> list[str]:
+    """Names of the models in the shared cache."""
+    with _LOCK:
+        return [k[0] for k in _CACHE]
+
+
+def render_prompt(lm: LoadedModel, messages: list[dict], tools: list | None = None,
+                  template_kwargs: dict | None = None) -> str:
+    """The prompt text: ``apply_chat_template(messages, tools=..., add_generation_prompt=True, **template_kwargs)``.
+
+    Raises :class:`GenerationError` when the tokenizer has no chat template or rendering fails.
+    """
+    tok = lm.tokenizer
+    if not getattr(tok, "chat_template", None):
+        raise GenerationError(f"'{lm.name}' has no chat template, so it cannot chat. Use Paste mode, "
+                              "or load a chat model.")
+    try:
+        return tok.apply_chat_template(messages, tools=tools or None, tokenize=False, add_generation_prompt=True,
+                                       **(template_kwargs or {}))
+    except Exception as e:  # noqa: BLE001
+        raise GenerationError(f"The chat template failed to render: {type(e).__name__}: {e}") from None
+
+
+def active_generations() -> int:
+    """How many ``generate`` threads are running right now (for tests and the status line)."""
+    return _ACTIVE
+
+
+class _EventStop:
+    """StoppingCriteria that stops every sequence once ``event`` is set."""
+
+    def __init__(self, event: threading.Event):
+        self.event = event
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+@_GPU
+def stream_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 256, temperature: float = 0.7,
+                    top_p: float = 0.95, seed: int | None = None,
+                    stop_event: threading.Event | None = None) -> Iterator[str]:
+    """Generate from ``prompt`` and yield the decoded text chunks as they arrive (empty ones skipped).
+
+    Special tokens are kept.  ``temperature`` <= 0 means greedy.  Setting
+    ``stop_event`` (or closing the generator) stops ``generate`` at the next
+    token; the generator's ``finally`` always sets it and joins the thread.
+    Raises :class:`GenerationError` if ``generate`` fails.
+    """
+    global _ACTIVE
+    import torch
+    from transformers import StoppingCriteriaList, TextIteratorStreamer, set_seed
+
+    tok, model = lm.tokenizer, lm.model
+    stop_event = stop_event or threading.Event()
+    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(model.device)
+    streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=False, timeout=300)
+    kwargs = dict(**inputs, streamer=streamer, max_new_tokens=int(max_new_tokens),
+                  stopping_criteria=StoppingCriteriaList([_EventStop(stop_event)]))
+    if temperature and temperature > 0:
+        kwargs.update(do_sample=True, temperature=float(temperature), top_p=float(top_p))
+    else:
+        kwargs.update(do_sample=False)
+    if getattr(tok, "pad_token_id", None) is None and getattr(tok, "eos_token_id", None) is not None:
+        kwargs["pad_token_id"] = tok.eos_token_id
+    errors: list[BaseException] = []
+
+    def target():
+        global _ACTIVE
+        with _ACTIVE_LOCK:
+            _ACTIVE += 1
+        try:
+            if seed is not None and int(seed) >= 0:
+                set_seed(int(seed))
+            with torch.inference_mode():
+                model.generate(**kwargs)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+            streamer.end()
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE -= 1
+
+    thread = threading.Thread(target=target, name="generate", daemon=True)
+    thread.start()
+    try:
+        for text in streamer:
+            if text:
+                yield text
+        if errors:
+            e = errors[0]
+            msg = "out of memory" if "out of memory" in str(e).lower() else f"{type(e).__name__}: {e}"
+            raise GenerationError(f"Generation failed: {msg}")
+    finally:
+        stop_event.set()
+        thread.join(timeout=60)
+
+
+def template_for_tokenizer(tokenizer) -> tuple[dict | None, str]:
+    """The best starting template for a tokenizer and where it came from.
+
+    Returns ``(template dict, note)``: the tokenizer's own ``response_template``;
+    else the example library's best match (``examples.best_template_for``);
+    else ``(None, note)`` meaning "use the skeleton".
+    """
+    own = getattr(tokenizer, "response_template", None)
+    if isinstance(own, dict) and own:
+        return own, "the tokenizer's own response_template"
+    try:
+        import examples  # type: ignore
+
+        match = examples.best_template_for(tokenizer)
+        if match is not None and getattr(match, "family", None):
+            tpl = match.template
+            if isinstance(tpl, dict):
+                return tpl, f"library match: {match.family}, confidence {float(match.confidence):.2f}"
+    except Exception:  # noqa: BLE001 - library missing or failing: skeleton
+        pass
+    return None, "skeleton (no template on the tokenizer and no library match)"
+
+
+def model_label(lm: LoadedModel) -> str:
+    """One-line description of a loaded model for the status bar."""
+    n = lm.info.get("parameters", 0)
+    size = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
+    base = os.path.basename(lm.name.rstrip("/")) if os.path.isdir(lm.name) else lm.name
+    return f"{base} · {size} params · {lm.device} · loaded in {lm.load_seconds:.1f}s"

@@ -1,0 +1,650 @@
+"""The Gradio Blocks app: layout and event wiring only.
+
+Logic lives in :mod:`playground.session` (the Run, parsing), :mod:`playground.backends`
+(models, generation), :mod:`playground.render` (HTML) and :mod:`playground.export`.
+Every handler catches its own errors and shows them as readable messages in the
+status line (``#status``); no Python traceback reaches the page.
+
+Extension point: if ``playground/doctor_panel.py`` defines
+``build_doctor_panel(ctx: PanelContext)``, it is called inside a "Doctor" tab.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gradio as gr
+
+from . import backends, engine, render
+from .export import export_template
+from .session import (
+    SKELETON_TEMPLATE,
+    LiveParse,
+    Run,
+    Session,
+    parse_run,
+    parse_tools,
+    reference_check,
+    split_tokenish,
+    template_to_text,
+)
+
+UPDATE_INTERVAL = 1 / 15  # seconds between streamed UI updates (coalescing)
+STREAM_WINDOW = 3000  # characters of timeline drawn while streaming
+REPLAY_SECONDS = 3.0  # a replay takes at most about this long
+
+EXAMPLE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+@dataclass
+class PanelContext:
+    """What an extra panel (e.g. the Doctor tab, ``build_doctor_panel(ctx)``) may use.
+
+    Components (use them as inputs/outputs of your own events):
+
+    - ``template``: ``gr.Code`` JSON editor; its value is the current template text.
+    - ``template_status``: ``gr.HTML`` under the editor (validation message).
+    - ``session``: ``gr.State`` holding a :class:`playground.session.Session`; read
+      ``.run`` (the current :class:`Run`: prefix, chunks, template_text, tools),
+      ``.view`` (its latest :class:`ParseView`), ``.template_text``, ``.model_id``.
+    - ``model_box``: ``gr.Textbox`` with the model id/folder the user chose.
+    - ``tools``: ``gr.Code`` with the tools JSON list of the chat tab.
+    - ``status``: ``gr.HTML`` status line for readable messages.
+
+    Helpers: ``load_model(name) -> backends.LoadedModel`` (shared cache; raises
+    ``backends.ModelLoadError``), ``trust_remote_code`` (bool, from the CLI flag),
+    ``safe(fn)`` wraps a handler so exceptions become a status message (the
+    handler must have ``status`` as its first output).
+    """
+
+    template: Any
+    template_status: Any
+    session: Any
+    model_box: Any
+    tools: Any
+    status: Any
+    load_model: Callable
+    trust_remote_code: bool
+    safe: Callable
+
+
+# ---------------------------------------------------------------- helpers
+
+_STOP_EVENTS: dict[str, threading.Event] = {}
+
+
+def _status(msg: str, kind: str = "info") -> str:
+    colors = {"info": "#1e3a8a", "ok": "#065f46", "error": "#991b1b"}
+    return (f'<div class="status-{kind}" style="color:{colors.get(kind, "#111")}">'
+            f'{html.escape(msg)}</div>')
+
+
+def _safe(fn):
+    """Wrap a plain handler whose first output is the status line: exceptions become messages."""
+
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            msg = str(e) if isinstance(e, (backends.ModelLoadError, backends.GenerationError, ValueError)) \
+                else f"{type(e).__name__}: {e}"
+            return (_status(msg, "error"),) + (gr.skip(),) * (wrapper.n_outputs - 1)
+
+    wrapper.n_outputs = 1
+    wrapper.__name__ = getattr(fn, "__name__", "handler")
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _with_outputs(fn, n):
+    w = _safe(fn)
+    w.n_outputs = n
+    return w
+
+
+def history_to_chat(history: list[dict]) -> list[dict]:
+    """Chat history (apply_chat_template format) -> chatbot bubbles (parsed assistant turns rendered)."""
+    out: list[dict] = []
+    for m in history:
+        role = m.get("role")
+        if role == "user":
+            out.append({"role": "user", "content": str(m.get("content", ""))})
+        elif role == "assistant":
+            out += render.assistant_turn({k: v for k, v in m.items() if k != "_raw"})
+        elif role == "tool":
+            out.append({"role": "user", "content": f"```\n{m.get('content', '')}\n```",
+                        "metadata": {"title": "🛠 Tool result"}})
+    return out
+
+
+def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS):
+    """(timeline, legend, events, message, parsed turn, check) for a view."""
+    msg = view.message if view.final else render.partial_message(view.events)
+    return (
+        render.timeline_html(view, max_chars=window, start=start),
+        render.legend_html(view.field_names),
+        render.events_html(view.events),
+        msg if msg is not None else {},
+        render.assistant_turn(msg, streaming=not view.final),
+        render.check_html(check),
+    )
+
+
+def _blank_visuals(note=""):
+    return (f'<div class="tl-note">{html.escape(note)}</div>', "", "", {}, [], "")
+
+
+def _stream(live: LiveParse, chunks, record: list, times: list, delay_fn=None):
+    """Feed chunks into ``live``; yield a view at most every UPDATE_INTERVAL seconds, then the final view."""
+    last = 0.0
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if delay_fn:
+            delay_fn()
+        record.append(chunk)
+        times.append(time.perf_counter() - t0)
+        live.feed(chunk)
+        now = time.perf_counter()
+        if now - last >= UPDATE_INTERVAL:
+            last = now
+            yield live.view()
+    live.finalize()
+    yield live.view()
+
+
+def _examples_module():
+    try:
+        return importlib.import_module("examples")
+    except Exception:  # noqa: BLE001 - library not landed yet
+        return None
+
+
+def _get(obj, *names, default=None):
+    for n in names:
+        if isinstance(obj, dict) and n in obj:
+            return obj[n]
+        if not isinstance(obj, dict) and hasattr(obj, n):
+            return getattr(obj, n)
+    return default
+
+
+def list_library_families() -> list[str]:
+    """Family names in the example library ([] until it exists)."""
+    ex = _examples_module()
+    try:
+        return list(ex.list_families()) if ex else []
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _transcript_name(t, i: int = 0) -> str:
+    return str(_get(t, "id", "name", default=f"transcript {i}"))
+
+
+def example_run(family: str, transcript: str) -> Run:
+    """The Run for one library transcript: its prefix, its recorded chunks (else ``replay_chunks``
+    of its output, special tokens whole), the family template and the transcript's tools.
+
+    Raises ValueError when the library, family or transcript is missing.
+    """
+    ex = _examples_module()
+    if ex is None:
+        raise ValueError("The example library is not available yet.")
+    if not family or not transcript:
+        raise ValueError("Pick a family and a transcript first.")
+    try:
+        fam = ex.load_family(family)
+        t = fam.transcript(transcript)
+    except KeyError as e:
+        raise ValueError(f"Not in the library: {e}") from None
+    chunks = t.chunks or ex.replay_chunks(t.output, fam.special_tokens)
+    return Run(prefix=t.prefix or "", chunks=tuple(c for c in chunks if c), template_text=template_to_text(fam.template),
+               tools=tuple(t.tools) if t.tools else None, source="example")
+
+
+def example_transcript_names(family: str) -> list[str]:
+    """Transcript names of a library family ([] when unavailable)."""
+    ex = _examples_module()
+    if ex is None or not family:
+        return []
+    try:
+        return [_transcript_name(t, i) for i, t in enumerate(ex.load_family(family).transcripts)]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def library_template_text(family: str) -> str:
+    """The JSON text of a library family's template. Raises ValueError when unavailable."""
+    ex = _examples_module()
+    if ex is None:
+        raise ValueError("The example library is not available yet.")
+    return template_to_text(_get(ex.load_family(family), "template"))
+
+
+# ---------------------------------------------------------------- the app
+
+
+def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
+             preload: bool = True) -> gr.Blocks:
+    """Build the Blocks app.
+
+    ``default_model``: hub id or folder put in the model box (None: ``backends.default_model()``).
+    ``preload``: load it now so the template editor starts from its tokenizer (a failure is shown, not raised).
+    Launch with ``demo.launch(css=render.CSS)`` (see :func:`launch_kwargs`).
+    """
+    default_model = default_model or backends.default_model()
+    initial_template = template_to_text(SKELETON_TEMPLATE)
+    startup_note = f"Model box: {default_model}. Parser engine: {engine.ENGINE}."
+    if preload:
+        try:
+            lm = backends.load_model(default_model, trust_remote_code)
+            tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+            if tpl is not None:
+                initial_template = template_to_text(tpl)
+            startup_note = f"Loaded {backends.model_label(lm)}. Template: {note}. Parser engine: {engine.ENGINE}."
+        except Exception as e:  # noqa: BLE001
+            startup_note = f"{e} (you can still use Paste and Examples)."
+    families = list_library_families()
+
+    with gr.Blocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
+        session = gr.State(Session(template_text=initial_template))
+        gr.Markdown("## 🧩 Response Template Playground\nStream a model through a response template and see "
+                    "every character land in its field.")
+        with gr.Row():
+            model_box = gr.Textbox(value=default_model, label="Model (hub id or local folder)", elem_id="model-box",
+                                   scale=4)
+            load_btn = gr.Button("Load model", elem_id="load-model", scale=1)
+        status = gr.HTML(_status(startup_note), elem_id="status")
+
+        with gr.Row():
+            with gr.Column(scale=3):
+                with gr.Tabs(elem_id="modes"):
+                    with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
+                        chatbot = gr.Chatbot(elem_id="chatbot", height=380, label="Conversation (parsed turns)")
+                        with gr.Row():
+                            user_box = gr.Textbox(placeholder="Message…", show_label=False, elem_id="user-input",
+                                                  scale=5)
+                            send_btn = gr.Button("Send", variant="primary", elem_id="send", scale=1)
+                            stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", scale=1)
+                        with gr.Row():
+                            tool_result_box = gr.Textbox(placeholder="Tool result to send back (after a tool call)",
+                                                         show_label=False, elem_id="tool-result", scale=5)
+                            tool_btn = gr.Button("Send tool result", elem_id="send-tool-result", scale=2)
+                        clear_btn = gr.Button("Clear conversation", size="sm", elem_id="clear")
+                        with gr.Accordion("System prompt, tools and generation settings", open=False):
+                            system_box = gr.Textbox(label="System prompt", lines=2, elem_id="system-prompt")
+                            tools_code = gr.Code(value=json.dumps(EXAMPLE_TOOLS, indent=2), language="json",
+                                                 label="Tools (JSON list of schemas; empty for none)", lines=8,
+                                                 elem_id="tools")
+                            thinking = gr.Checkbox(value=True, label="Thinking (enable_thinking)", elem_id="thinking")
+                            with gr.Row():
+                                max_new = gr.Slider(1, 32768, value=256, step=1, label="Max new tokens",
+                                                    elem_id="max-new-tokens")
+                                temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature",
+                                                        elem_id="temperature")
+                                top_p = gr.Slider(0.05, 1, value=0.95, step=0.05, label="Top-p", elem_id="top-p")
+                                seed = gr.Number(value=0, precision=0, label="Seed (-1: random)", elem_id="seed")
+                    with gr.Tab("Paste", id="paste", elem_id="tab-paste"):
+                        paste_raw = gr.Textbox(label="Raw model output", lines=8, elem_id="paste-raw")
+                        paste_prefix = gr.Textbox(label="Prompt prefix (may be empty)", lines=3,
+                                                  elem_id="paste-prefix")
+                        paste_tools = gr.Code(value="", language="json", label="Tools (optional JSON list)", lines=4,
+                                              elem_id="paste-tools")
+                        with gr.Row():
+                            paste_parse_btn = gr.Button("Parse", variant="primary", elem_id="paste-parse")
+                            paste_replay_btn = gr.Button("Replay as a stream", elem_id="paste-replay")
+                    with gr.Tab("Examples", id="examples", elem_id="tab-examples"):
+                        if not families:
+                            gr.Markdown("The example library is not available yet.", elem_id="examples-missing")
+                        ex_family = gr.Dropdown(families, value=families[0] if families else None, label="Family",
+                                                elem_id="example-family")
+                        first_ts = example_transcript_names(families[0]) if families else []
+                        ex_transcript = gr.Dropdown(first_ts, value=first_ts[0] if first_ts else None,
+                                                    label="Transcript", elem_id="example-transcript")
+                        ex_replay_btn = gr.Button("Replay example (loads its template)", variant="primary",
+                                                  elem_id="example-replay")
+                    with gr.Tab("Export", id="export", elem_id="tab-export"):
+                        gr.Markdown("Save the editor's template into a copy of the loaded tokenizer "
+                                    "(`save_pretrained`), reload it to check `response_template` round-trips, "
+                                    "and download the folder as a zip.")
+                        export_btn = gr.Button("Export tokenizer with this template", elem_id="export")
+                        export_status = gr.HTML("", elem_id="export-status")
+                        download = gr.DownloadButton("Download zip", visible=False, elem_id="download")
+            with gr.Column(scale=2):
+                lib_choices = ["(skeleton)", "(tokenizer's own / best match)"] + families
+                lib_dd = gr.Dropdown(lib_choices, value=None, label="Load a library template", elem_id="library-template")
+                template = gr.Code(value=initial_template, language="json", label="Response template", lines=22,
+                                   max_lines=40, elem_id="template")
+                template_status = gr.HTML(render.template_status_html(None), elem_id="template-status")
+                replay_btn = gr.Button("Replay last run (original chunk boundaries)", elem_id="replay")
+
+        gr.Markdown("### Stream timeline")
+        with gr.Row():
+            legend = gr.HTML("", elem_id="legend")
+            check = gr.HTML("", elem_id="check")
+        timeline = gr.HTML('<div class="tl-note">Nothing parsed yet: chat, paste or replay an example.</div>',
+                           elem_id="timeline")
+        timeline_from = gr.Number(value=None, precision=0, label="Timeline from character (empty: the end)",
+                                  elem_id="timeline-from")
+        with gr.Tabs():
+            with gr.Tab("Event log"):
+                events = gr.HTML("", elem_id="events")
+            with gr.Tab("Message"):
+                message = gr.JSON({}, elem_id="message", open=True)
+            with gr.Tab("Parsed turn"):
+                parsed_turn = gr.Chatbot(elem_id="parsed-turn", height=300, label="The parsed message as a chat turn")
+            doctor_tab = gr.Tab("Doctor", id="doctor", elem_id="tab-doctor") if _doctor_module() else None
+
+        vis = [timeline, legend, events, message, parsed_turn, check]
+
+        # ------------------------------------------------------------ handlers
+
+        def finish(sess: Session, live: LiveParse, run: Run):
+            view = live.view()
+            chk = reference_check(run, view)
+            sess.run, sess.view, sess.check = run, view, chk
+            return view, chk
+
+        def chat_turn(kind, text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
+                      request: gr.Request):
+            """Generator for Send / Send tool result: yields (status, chatbot, user_box, tool_box, *vis, session)."""
+            keep = (gr.skip(),) * len(vis)
+            try:
+                if not (text or "").strip():
+                    yield (_status("Type a message first." if kind == "user" else "Type a tool result first.",
+                                   "error"), gr.skip(), gr.skip(), gr.skip(), *keep, sess)
+                    return
+                try:
+                    engine.load_template(tpl_text)
+                except engine.TemplateProblem as p:
+                    yield (_status(f"Fix the template first: {p.message}", "error"), gr.skip(), gr.skip(),
+                           gr.skip(), *keep, sess)
+                    return
+                tools = parse_tools(tools_text)
+                if kind == "user":
+                    sess.history.append({"role": "user", "content": text})
+                else:
+                    sess.history.append({"role": "tool", "content": text})
+                chat = history_to_chat(sess.history) + [{"role": "assistant", "content": "…"}]
+                yield (_status(f"Loading {model_name}…"), chat, "", "", *keep, sess)
+                lm = backends.load_model(model_name, trust_remote_code)
+                sess.model_id = model_name
+                msgs = ([{"role": "system", "content": system}] if (system or "").strip() else []) + \
+                    [{k: v for k, v in m.items() if k != "_raw"} for m in sess.history]
+                prompt = backends.render_prompt(lm, msgs, tools, {"enable_thinking": bool(think)})
+                live = LiveParse(tpl_text, prompt, tools)
+                yield (_status("Generating… (Stop stops generate)"), chat, gr.skip(), gr.skip(),
+                       *_visuals(live.view(), window=STREAM_WINDOW), sess)
+                stop_event = threading.Event()
+                if request is not None and request.session_hash:
+                    _STOP_EVENTS[request.session_hash] = stop_event
+                record, times = [], []
+                gen = backends.stream_generate(lm, prompt, max_new_tokens=int(n_new), temperature=float(temp),
+                                               top_p=float(tp), seed=None if sd is None else int(sd),
+                                               stop_event=stop_event)
+                view = None
+                try:
+                    for view in _stream(live, gen, record, times):
+                        if view.final:
+                            break
+                        turn = render.assistant_turn(render.partial_message(view.events), streaming=True)
+                        yield (gr.skip(), history_to_chat(sess.history) + turn, gr.skip(), gr.skip(),
+                               *_visuals(view, window=STREAM_WINDOW), sess)
+                finally:
+                    gen.close()
+                stopped = stop_event.is_set() and len(record) < int(n_new) and not live.final
+                run = Run(prefix=prompt, chunks=tuple(record), template_text=tpl_text,
+                          tools=tuple(tools) if tools else None, times=tuple(times), source="model")
+                view, chk = finish(sess, live, run)
+                if view.message is not None:
+                    sess.history.append(dict(view.message, _raw=run.text))
+                else:
+                    sess.history.append({"role": "assistant", "content": run.text, "_raw": run.text})
+                calls = (view.message or {}).get("tool_calls") or []
+                note = " A tool was called: answer with a tool result below." if calls else ""
+                errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
+                word = "Stopped" if stopped else "Done"
+                yield (_status(f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}", "ok"),
+                       history_to_chat(sess.history), gr.skip(), gr.skip(), *_visuals(view, chk), sess)
+            except Exception as e:  # noqa: BLE001 - readable message, never a traceback
+                yield (_status(str(e) if isinstance(e, (backends.ModelLoadError, backends.GenerationError,
+                                                        ValueError)) else f"{type(e).__name__}: {e}", "error"),
+                       history_to_chat(sess.history), gr.skip(), gr.skip(), *keep, sess)
+            finally:
+                if request is not None and request.session_hash:
+                    _STOP_EVENTS.pop(request.session_hash, None)
+
+        def send_user(*args, request: gr.Request = None):
+            yield from chat_turn("user", *args, request=request)
+
+        def send_tool(*args, request: gr.Request = None):
+            yield from chat_turn("tool", *args, request=request)
+
+        chat_inputs = [session, model_box, system_box, tools_code, thinking, max_new, temperature, top_p, seed,
+                       template]
+        chat_outputs = [status, chatbot, user_box, tool_result_box, *vis, session]
+        send_ev = send_btn.click(send_user, [user_box] + chat_inputs, chat_outputs, concurrency_limit=8,
+                                 concurrency_id="generate")
+        submit_ev = user_box.submit(send_user, [user_box] + chat_inputs, chat_outputs, concurrency_limit=8,
+                                    concurrency_id="generate")
+        tool_ev = tool_btn.click(send_tool, [tool_result_box] + chat_inputs, chat_outputs, concurrency_limit=8,
+                                 concurrency_id="generate")
+
+        def stop(request: gr.Request):
+            ev = _STOP_EVENTS.get(request.session_hash) if request is not None else None
+            if ev is None:
+                return _status("Nothing is generating.")
+            ev.set()
+            return _status("Stopping…")
+
+        stop_btn.click(stop, None, status, concurrency_limit=None, queue=False)
+
+        def clear(sess: Session):
+            sess.history = []
+            return _status("Conversation cleared."), [], sess
+
+        clear_btn.click(_with_outputs(clear, 3), session, [status, chatbot, session])
+
+        def load(name, sess: Session):
+            lm = backends.load_model(name, trust_remote_code)
+            tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+            sess.model_id = name
+            text = template_to_text(tpl) if tpl is not None else template_to_text(SKELETON_TEMPLATE)
+            return _status(f"Loaded {backends.model_label(lm)}. Template: {note}.", "ok"), text, sess
+
+        load_btn.click(_with_outputs(load, 3), [model_box, session], [status, template, session],
+                       concurrency_limit=2)
+
+        def on_template(text, sess: Session, start):
+            try:
+                engine.load_template(text)
+            except engine.TemplateProblem as p:
+                sess.template_text = text
+                return (render.template_status_html(p, text), *(gr.skip(),) * len(vis), sess)
+            sess.template_text = text
+            if sess.run is None:
+                return (render.template_status_html(None), *(gr.skip(),) * len(vis), sess)
+            view = parse_run(sess.run, text)
+            chk = reference_check(sess.run, view, text)
+            sess.view, sess.check = view, chk
+            return (render.template_status_html(None, ok_note=" · re-parsed the last run"),
+                    *_visuals(view, chk, start=_start(start)), sess)
+
+        template.change(_with_outputs(on_template, 2 + len(vis)), [template, session, timeline_from],
+                        [template_status, *vis, session], trigger_mode="always_last", show_progress="hidden")
+
+        def on_library(choice, sess: Session):
+            if not choice:
+                return gr.skip(), gr.skip()
+            if choice == "(skeleton)":
+                return _status("Loaded the skeleton template."), template_to_text(SKELETON_TEMPLATE)
+            if choice.startswith("(tokenizer"):
+                lm = backends.load_model(sess.model_id or default_model, trust_remote_code)
+                tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+                return _status(f"Template: {note}."), template_to_text(tpl or SKELETON_TEMPLATE)
+            return _status(f"Loaded the library template for {choice}."), library_template_text(choice)
+
+        lib_dd.change(_with_outputs(on_library, 2), [lib_dd, session], [status, template])
+
+        def replay_chunks_of(run: Run, tpl_text: str, sess: Session, label: str):
+            live = LiveParse(tpl_text, run.prefix, list(run.tools) if run.tools else None)
+            delay = min(0.02, REPLAY_SECONDS / max(1, len(run.chunks)))
+            record, times = [], []
+            for view in _stream(live, run.chunks, record, times, delay_fn=lambda: time.sleep(delay)):
+                if view.final:
+                    break
+                yield (_status(f"{label}…"), *_visuals(view, window=STREAM_WINDOW), sess)
+            new_run = Run(prefix=run.prefix, chunks=run.chunks, template_text=tpl_text, tools=run.tools,
+                          times=run.times, source=run.source)
+            view, chk = finish(sess, live, new_run)
+            yield (_status(f"{label}: done, {len(run.chunks)} chunks.", "ok"), *_visuals(view, chk), sess)
+
+        def replay(tpl_text, sess: Session):
+            try:
+                if sess.run is None:
+                    yield (_status("Nothing to replay yet."), *(gr.skip(),) * len(vis), sess)
+                    return
+                engine.load_template(tpl_text)
+                yield from replay_chunks_of(sess.run, tpl_text, sess, "Replaying")
+            except engine.TemplateProblem as p:
+                yield (_status(f"Fix the template first: {p.message}", "error"), *(gr.skip(),) * len(vis), sess)
+            except Exception as e:  # noqa: BLE001
+                yield (_status(f"{type(e).__name__}: {e}", "error"), *(gr.skip(),) * len(vis), sess)
+
+        replay_btn.click(replay, [template, session], [status, *vis, session], concurrency_limit=8,
+                         concurrency_id="replay")
+
+        def paste(raw, prefix, tools_text, tpl_text, sess: Session, stream: bool):
+            try:
+                tools = parse_tools(tools_text)
+                engine.load_template(tpl_text)
+                run = Run(prefix=prefix or "", chunks=split_tokenish(raw or ""), template_text=tpl_text,
+                          tools=tuple(tools) if tools else None, source="paste")
+                if stream:
+                    yield from replay_chunks_of(run, tpl_text, sess, "Replaying pasted text")
+                    return
+                view = parse_run(run)
+                chk = reference_check(run, view)
+                sess.run, sess.view, sess.check = run, view, chk
+                yield (_status(f"Parsed {len(raw or '')} characters.", "ok"), *_visuals(view, chk), sess)
+            except engine.TemplateProblem as p:
+                yield (_status(f"Fix the template first: {p.message}", "error"), *(gr.skip(),) * len(vis), sess)
+            except Exception as e:  # noqa: BLE001
+                yield (_status(str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}", "error"),
+                       *(gr.skip(),) * len(vis), sess)
+
+        def paste_parse(raw, prefix, tools_text, tpl_text, sess):
+            yield from paste(raw, prefix, tools_text, tpl_text, sess, False)
+
+        def paste_replay(raw, prefix, tools_text, tpl_text, sess):
+            yield from paste(raw, prefix, tools_text, tpl_text, sess, True)
+
+        paste_in = [paste_raw, paste_prefix, paste_tools, template, session]
+        paste_parse_btn.click(paste_parse, paste_in, [status, *vis, session])
+        paste_replay_btn.click(paste_replay, paste_in, [status, *vis, session], concurrency_limit=8,
+                               concurrency_id="replay")
+
+        def on_family(fam):
+            names = example_transcript_names(fam)
+            return gr.update(choices=names, value=names[0] if names else None)
+
+        ex_family.change(on_family, ex_family, ex_transcript)
+
+        def example_replay(fam, name, sess: Session):
+            try:
+                run = example_run(fam, name)
+            except Exception as e:  # noqa: BLE001
+                yield (_status(str(e), "error"), gr.skip(), *(gr.skip(),) * len(vis), sess)
+                return
+            sess.template_text = run.template_text
+            # set the editor first; the replay then streams with that template
+            yield (_status(f"Replaying {fam} / {name}…"), run.template_text, *(gr.skip(),) * len(vis), sess)
+            try:
+                for out in replay_chunks_of(run, run.template_text, sess, f"Replaying {fam} / {name}"):
+                    yield (out[0], gr.skip(), *out[1:])
+            except Exception as e:  # noqa: BLE001
+                yield (_status(f"{type(e).__name__}: {e}", "error"), gr.skip(), *(gr.skip(),) * len(vis), sess)
+
+        ex_replay_btn.click(example_replay, [ex_family, ex_transcript, session],
+                            [status, template, *vis, session], concurrency_limit=8, concurrency_id="replay")
+
+        def do_export(tpl_text, name, sess: Session):
+            lm = backends.load_model(sess.model_id or name, trust_remote_code)
+            try:
+                res = export_template(lm.tokenizer, tpl_text)
+            except engine.TemplateProblem as p:
+                return (_status(f"Fix the template first: {p.message}", "error"),
+                        render.template_status_html(p, tpl_text), gr.update(visible=False))
+            kind = "ok" if res.roundtrip_ok else "error"
+            return (_status(res.message, kind), f'<div class="status-{kind}" id="export-result">'
+                    f'{html.escape(res.message)}<br>Folder: <code>{html.escape(str(res.folder))}</code></div>',
+                    gr.update(value=str(res.zip_path), visible=True))
+
+        export_btn.click(_with_outputs(do_export, 3), [template, model_box, session],
+                         [status, export_status, download])
+
+        def move_window(start, sess: Session):
+            if sess.view is None:
+                return (gr.skip(),) * 2
+            return _status("Timeline window moved."), render.timeline_html(sess.view, start=_start(start))
+
+        timeline_from.submit(_with_outputs(move_window, 2), [timeline_from, session], [status, timeline])
+
+        # ------------------------------------------------------------ extension point
+        ctx = PanelContext(template=template, template_status=template_status, session=session,
+                           model_box=model_box, tools=tools_code, status=status,
+                           load_model=lambda name: backends.load_model(name, trust_remote_code),
+                           trust_remote_code=trust_remote_code, safe=_safe)
+        demo.panel_context = ctx
+        doctor = _doctor_module()
+        if doctor is not None and doctor_tab is not None:
+            with doctor_tab:
+                try:
+                    doctor.build_doctor_panel(ctx)
+                except Exception as e:  # noqa: BLE001 - a broken panel must not take the app down
+                    gr.Markdown(f"The Doctor panel failed to build: {type(e).__name__}: {e}")
+    return demo
+
+
+def _doctor_module():
+    """playground.doctor_panel when it exists and has build_doctor_panel, else None."""
+    try:
+        mod = importlib.import_module("playground.doctor_panel")
+    except ModuleNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a broken module: no tab rather than no app
+        return None
+    return mod if hasattr(mod, "build_doctor_panel") else None
+
+
+def _start(value) -> int | None:
+    try:
+        return None if value is None or value == "" else max(0, int(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def launch_kwargs() -> dict:
+    """Keyword arguments for ``demo.launch`` that the app needs (stylesheet)."""
+    return {"css": render.CSS}

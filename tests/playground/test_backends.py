@@ -1,0 +1,118 @@
+"""Loading and streaming with a tiny local model (built in a second, no hub)."""
+
+import threading
+import time
+
+import pytest
+
+from playground import backends
+from playground.session import LiveParse, template_to_text
+
+
+def test_load_is_cached_and_template_comes_from_tokenizer(tiny_model_dir):
+    a = backends.load_model(tiny_model_dir)
+    b = backends.load_model(tiny_model_dir)
+    assert a is b
+    tpl, note = backends.template_for_tokenizer(a.tokenizer)
+    assert tpl and "own" in note
+    assert "params" in backends.model_label(a)
+
+
+def test_template_falls_back_to_library_match_or_skeleton(tiny_model_no_template):
+    lm = backends.load_model(tiny_model_no_template)
+    tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+    assert ("library match" in note and tpl) or (tpl is None and "skeleton" in note)
+
+
+def test_unknown_model_is_a_readable_error(tmp_path):
+    with pytest.raises(backends.ModelLoadError, match="Could not load"):
+        backends.load_model("no-such-org/no-such-model-xyz")
+    with pytest.raises(backends.ModelLoadError, match="Enter a model"):
+        backends.load_model("  ")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(backends.ModelLoadError):
+        backends.load_model(str(tmp_path))
+
+
+def test_no_chat_template_is_a_readable_error(tiny_model_dir):
+    lm = backends.load_model(tiny_model_dir)
+    broken = backends.LoadedModel(name="x", tokenizer=type("T", (), {"chat_template": None})(), model=lm.model)
+    with pytest.raises(backends.GenerationError, match="no chat template"):
+        backends.render_prompt(broken, [{"role": "user", "content": "hi"}])
+
+
+def test_stream_generate_keeps_special_tokens_and_feeds_the_parser(tiny_model_dir):
+    lm = backends.load_model(tiny_model_dir)
+    prompt = backends.render_prompt(lm, [{"role": "user", "content": "hi"}], None, {"enable_thinking": True})
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n")
+    chunks = list(backends.stream_generate(lm, prompt, max_new_tokens=24, temperature=0, seed=0))
+    assert chunks and all(chunks)
+    live = LiveParse(template_to_text(lm.tokenizer.response_template), prompt)
+    for c in chunks:
+        live.feed(c)
+    live.finalize()
+    view = live.view()
+    assert view.text.endswith("".join(chunks))
+    assert view.events[0]["phase"] == "prefix"  # <think> opened by the prompt
+    # the greedy run is reproducible
+    again = list(backends.stream_generate(lm, prompt, max_new_tokens=24, temperature=0, seed=0))
+    assert again == chunks
+
+
+def test_special_tokens_reach_the_stream(tiny_model_dir):
+    """Force the model to emit <|im_end|> first: it must arrive as text, not be skipped."""
+    lm = backends.load_model(tiny_model_dir)
+    tok = lm.tokenizer
+    end_id = tok.convert_tokens_to_ids("<|im_end|>")
+    import torch
+
+    bias = torch.zeros(len(tok))
+    bias[end_id] = 1e4
+
+    class Force:
+        def __call__(self, input_ids, scores):
+            return scores + bias.to(scores.dtype)
+
+    from transformers import LogitsProcessorList
+
+    orig = lm.model.generate
+
+    def gen(**kw):
+        return orig(logits_processor=LogitsProcessorList([Force()]), **kw)
+
+    lm2 = backends.LoadedModel(name=lm.name, tokenizer=tok, model=type("M", (), {"generate": staticmethod(gen),
+                                                                               "device": lm.model.device})())
+    out = "".join(backends.stream_generate(lm2, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+                                           max_new_tokens=3, temperature=0))
+    assert "<|im_end|>" in out
+
+
+def test_stop_event_really_stops_generate(tiny_model_dir):
+    lm = backends.load_model(tiny_model_dir)
+    # make sure it would not end by itself: ban the eos token
+    prompt = backends.render_prompt(lm, [{"role": "user", "content": "hi"}])
+    stop = threading.Event()
+    got = []
+    t0 = time.perf_counter()
+    gen = backends.stream_generate(lm, prompt, max_new_tokens=20000, temperature=1.0, seed=1, stop_event=stop)
+    # bias away eos by sampling many tokens; stop after a few chunks
+    for c in gen:
+        got.append(c)
+        if len(got) == 5:
+            stop.set()
+    elapsed = time.perf_counter() - t0
+    assert len(got) < 200
+    assert elapsed < 20
+    assert backends.active_generations() == 0
+
+
+def test_closing_the_generator_stops_generate(tiny_model_dir):
+    lm = backends.load_model(tiny_model_dir)
+    prompt = backends.render_prompt(lm, [{"role": "user", "content": "hi"}])
+    gen = backends.stream_generate(lm, prompt, max_new_tokens=20000, temperature=1.0, seed=2)
+    next(gen)
+    gen.close()  # what Gradio does when it cancels a handler
+    deadline = time.time() + 10
+    while backends.active_generations() and time.time() < deadline:
+        time.sleep(0.05)
+    assert backends.active_generations() == 0

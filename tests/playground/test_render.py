@@ -1,0 +1,167 @@
+"""Timeline HTML: escaping of hostile text, exact coverage of the text, markers, bounded DOM."""
+
+import json
+from html.parser import HTMLParser
+
+from playground import render
+from playground.session import SKELETON_TEMPLATE, LiveParse, Run, parse_run, split_tokenish, template_to_text
+
+TPL = template_to_text(SKELETON_TEMPLATE)
+PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+class _Collect(HTMLParser):
+    """Collects the text inside the .tl div and every span's attributes."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.in_tl = False
+        self.text = []
+        self.spans = []
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        a = dict(attrs)
+        if tag == "div" and "tl" in (a.get("class") or "").split():
+            self.in_tl = True
+        if self.in_tl and tag == "span":
+            self.spans.append(a)
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.in_tl:
+            self.in_tl = False
+
+    def handle_data(self, data):
+        if self.in_tl:
+            self.text.append(data)
+
+
+def _parse(html_text):
+    c = _Collect()
+    c.feed(html_text)
+    return c
+
+
+def _run(output, prefix=PREFIX, template=TPL):
+    return Run(prefix=prefix, chunks=split_tokenish(output), template_text=template)
+
+
+def test_hostile_text_is_escaped_and_covered_exactly():
+    hostile = 'x <script>alert("pwn")</script> & <img src=x onerror=alert(1)> "q" \'s\' </div></span>'
+    view = parse_run(_run(f"{hostile}\n</think>\n{hostile}<tool_call>\n{{\"name\": \"<b>\", \"arguments\": {{}}}}\n</tool_call><|im_end|>"))
+    out = render.timeline_html(view)
+    assert "<script" not in out and "<img" not in out
+    c = _parse(out)
+    assert set(c.tags) <= {"div", "span"}
+    assert "".join(c.text) == view.text  # every character exactly once, in order
+
+
+def test_hostile_field_names_and_errors_are_escaped():
+    spec = {"start_anchor": "A", "fields": {'<i onmouseover="x">': {"open": "<t>", "close": "</t>", "content": "json"},
+                                              "content": {}}}
+    view = parse_run(_run('<t>{"a": <script>}</t> rest', prefix="", template=json.dumps(spec)))
+    out = render.timeline_html(view) + render.legend_html(view.field_names) + render.events_html(view.events)
+    assert "<i " not in out and "<script>" not in out
+    c = _parse(render.timeline_html(view))
+    assert "".join(c.text) == view.text
+
+
+def test_regions_delimiters_prefix_and_chunks_are_marked():
+    view = parse_run(_run("Because.\n</think>\nHello<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call><|im_end|>"))
+    c = _parse(render.timeline_html(view))
+    classes = [set(s["class"].split()) for s in c.spans]
+    fields = {s.get("data-f") for s in c.spans}
+    assert {"reasoning_content", "content", "tool_calls"} <= fields
+    assert any("d" in k for k in classes)  # delimiters drawn as tags
+    assert any("p" in k for k in classes)  # text from the prompt prefix
+    assert any("dirty" in k for k in classes)  # json tool call chunks
+    assert any("cs" in k for k in classes)  # chunk boundaries
+    assert not any("p" in k for k, s in zip(classes, c.spans) if " · chunk " in s.get("title", ""))
+    # one stable colour per field, in every span of that field
+    for s in c.spans:
+        if s.get("data-f"):
+            assert render.field_color(s["data-f"]) in s["style"]
+    assert render.field_color("content") == render.field_color("content")
+
+
+def test_held_bytes_while_streaming_and_discarded_text():
+    live = LiveParse(TPL, PREFIX)
+    live.feed("Thinking hard </thi")
+    view = live.view()
+    assert view.held[1] > view.held[0]
+    c = _parse(render.timeline_html(view))
+    held = "".join(t for t in c.text)  # sanity: all text present
+    assert held == view.text
+    assert any("h" in s["class"].split() for s in c.spans)
+    spec = {"start_anchor": "A", "fields": {"x": {"open": "<x>", "close": "</x>"}}}
+    view2 = parse_run(_run("junk <x>kept</x> more junk", prefix="", template=json.dumps(spec)))
+    c2 = _parse(render.timeline_html(view2))
+    assert any("x" in s["class"].split() for s in c2.spans)  # discarded: no implicit field
+
+
+def test_failed_region_is_flagged_and_rest_still_shows():
+    view = parse_run(_run("ok\n</think>\nHi<tool_call>\n{not json}\n</tool_call>after<|im_end|>"))
+    assert view.errors, "a broken tool call must be reported"
+    out = render.timeline_html(view)
+    c = _parse(out)
+    assert "".join(c.text) == view.text
+    assert any("e" in s["class"].split() for s in c.spans)
+    assert "tl-err" in out
+
+
+def test_long_stream_is_windowed_and_dom_is_bounded():
+    text = "word " * 30000
+    view = parse_run(_run("x\n</think>\n" + text + "<|im_end|>"))
+    out = render.timeline_html(view)
+    c = _parse(out)
+    shown = "".join(c.text)
+    assert len(shown) == render.TIMELINE_MAX_CHARS
+    assert view.text.endswith(shown)
+    assert len(c.spans) <= render.TIMELINE_MAX_CHARS  # never one span per character
+    assert "Showing characters" in out
+    head = render.timeline_html(view, start=0)
+    assert "".join(_parse(head).text) == view.text[: render.TIMELINE_MAX_CHARS]
+
+
+def test_runs_of_identical_characters_merge_into_one_span():
+    view = parse_run(Run(prefix="", chunks=("a" * 500,), template_text=TPL))
+    c = _parse(render.timeline_html(view))
+    assert len(c.spans) == 1
+
+
+def test_event_log_rows_and_cap():
+    view = parse_run(_run("r\n</think>\n" + "w " * 400 + "<|im_end|>"))
+    out = render.events_html(view.events, limit=50)
+    assert out.count("<tr class=") == 50
+    assert f"last 50 of {len(view.events)}" in out
+
+
+def test_assistant_turn_renders_reasoning_and_tool_cards():
+    msg = {"role": "assistant", "reasoning_content": "why", "content": "<b>hi</b>",
+           "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "P"}}}]}
+    turn = render.assistant_turn(msg)
+    assert turn[0]["metadata"]["title"].endswith("Reasoning")
+    assert any("get_weather" in t.get("metadata", {}).get("title", "") for t in turn)
+    assert turn[-1]["content"] == "<b>hi</b>"
+
+
+def test_check_badge_and_diff():
+    assert "agree-badge" in render.check_html({"agree": True})
+    bad = render.check_html({"agree": False, "differences": ["<x> differs"]})
+    assert "&lt;x&gt;" in bad and "<x>" not in bad
+
+
+def test_template_status_shows_path_and_line():
+    from playground import engine
+
+    text = '{\n  "start_anchor": "x",\n  "fields": {\n    "a": {"open_pattern": "("}\n  }\n}'
+    try:
+        engine.load_template(text)
+    except engine.TemplateProblem as p:
+        out = render.template_status_html(p, text)
+    else:  # pragma: no cover
+        raise AssertionError("bad regex accepted")
+    assert 'data-path="fields.a.open_pattern"' in out
+    assert 'data-line="4"' in out and "<mark>" in out
