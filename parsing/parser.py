@@ -31,8 +31,8 @@ logger = logging.getLogger(__name__)
 
 # Text kept before the consumed position as lookbehind context; trimming happens once this much more has
 # been consumed, so the cost of trimming is amortised over the text it drops.
-CONTEXT_CHARS = 4096
-TRIM_EVERY = 16384
+CONTEXT_CHARS = 1024
+TRIM_EVERY = 1024
 DEFAULT_REGEX_TIMEOUT = 1.0
 
 _PREFIX_REQUIRED = (
@@ -92,7 +92,17 @@ class ResponseParser:
         self._timeout = regex_timeout
         self._fields = self.template.fields
         self._implicit = self.template.implicit
-        self._implicit_watch = self._watch_for(None)
+        self._watch = {name: self._watch_for(name) for name in self._fields}
+        self._watch[None] = self._watch_for(None)
+        # Per state: the first characters of every watched delimiter when all of them are literals (else None).
+        # A chunk containing none of them, arriving with nothing held, cannot start a delimiter: fast path.
+        self._trigger_chars = {
+            state: ("".join(d.first_chars for d in watch) if all(d.literals is not None for d in watch) else None)
+            for state, watch in self._watch.items()
+        }
+        self._dirty = {name: f.dirty for name, f in self._fields.items()}
+        # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
+        self._keep_context = any(d.literals is None for watch in self._watch.values() for d in watch)
         self._output: dict[str, Any] = deepcopy(self.template.defaults)
         # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset.
         self._buf = ""
@@ -132,9 +142,40 @@ class ResponseParser:
         """
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        if text:
-            self._append(text)
         events: list[dict] = []
+        if not text:
+            self._process(events, eos=False)
+            return events
+        buf = self._buf
+        if not self._spans and self._pos == self._base + len(buf):
+            triggers = self._trigger_chars[self._current]
+            if triggers is not None:
+                for char in triggers:
+                    if char in text:
+                        break
+                else:
+                    # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
+                    # goes to the current region.
+                    if self._keep_context:
+                        self._buf = buf + text
+                        self._pos += len(text)
+                        if self._pos - self._base >= TRIM_EVERY + CONTEXT_CHARS:
+                            self._trim()
+                    else:  # only literal delimiters: no lookbehind ever needs consumed text
+                        self._pos += len(text)
+                        self._base = self._pos
+                        if buf:
+                            self._buf = ""
+                    current = self._current
+                    if current is not None:
+                        if not self._opened:
+                            events.append({"type": "region_open", "field": current})
+                            self._opened = True
+                        self._body.append(text)
+                        events.append({"type": "region_chunk", "field": current, "text": text,
+                                       "dirty": self._dirty[current]})
+                    return events
+        self._append(text)
         self._process(events, eos=False)
         return events
 
@@ -219,8 +260,8 @@ class ResponseParser:
     def _trim(self) -> None:
         """Drop consumed text from the scan buffer, keeping `CONTEXT_CHARS` of it for lookbehinds."""
         consumed = self._pos - self._base
-        if consumed >= TRIM_EVERY + CONTEXT_CHARS:
-            cut = consumed - CONTEXT_CHARS
+        if consumed >= TRIM_EVERY + CONTEXT_CHARS or (consumed and not self._keep_context):
+            cut = consumed - (CONTEXT_CHARS if self._keep_context else 0)
             self._buf = self._buf[cut:]
             self._base += cut
 
@@ -237,7 +278,7 @@ class ResponseParser:
     def _process(self, events: list[dict], eos: bool) -> None:
         base = self._base
         while True:
-            watch = self._implicit_watch if self._current in (None, self._implicit) else self._watch_for(self._current)
+            watch = self._watch[self._current]
             hit, hold = scan(watch, self._buf, self._pos - base, eos, self._timeout) if watch else (None, len(self._buf))
             if hit is not None:
                 start, end = hit.start + base, hit.end + base

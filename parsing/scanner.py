@@ -66,13 +66,32 @@ class Hit:
 
 def _literal_pending(delim: Delimiter, buf: str, lo: int, hi: int) -> int | None:
     """Leftmost p in [lo, hi] where ``buf[p:]`` is a proper prefix of one of the literals."""
-    tail_start = max(lo, len(buf) - delim.max_width + 1)
-    for p in range(tail_start, min(hi, len(buf) - 1) + 1):
-        rest = buf[p:]
-        for lit in delim.literals:
-            if len(lit) > len(rest) and lit.startswith(rest):
-                return p
-    return None
+    end = len(buf)
+    lo = max(lo, end - delim.max_width + 1)
+    hi = min(hi, end - 1)
+    if lo > hi:
+        return None
+    found = None
+    for char in delim.first_chars:
+        p = buf.find(char, lo, hi + 1)
+        while p != -1 and (found is None or p < found):
+            rest = buf[p:]
+            if any(len(lit) > len(rest) and lit.startswith(rest) for lit in delim.literals):
+                found = p
+                break
+            p = buf.find(char, p + 1, hi + 1)
+    return found
+
+
+def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
+    """Leftmost complete match of any literal at or after ``pos`` (the longest one at that start), like a
+    search for the longest-first alternation; ``(-1, -1)`` when none."""
+    start = stop = -1
+    for lit in delim.ordered:  # longest first, so on equal start the longer literal is kept
+        i = buf.find(lit, pos)
+        if i != -1 and (start == -1 or i < start):
+            start, stop = i, i + len(lit)
+    return start, stop
 
 
 def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float | None) -> int | None:
@@ -109,44 +128,55 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
     """
     end = len(buf)
     hold = end
-    best: Hit | None = None
-    best_key: tuple | None = None
+    best = None  # (key, delim, start, stop, match or None)
     for delim in watch:
-        if eos:
-            m = guarded(delim, "search", buf, pos, timeout=timeout)
-        else:
-            m = guarded(delim, "search", buf, pos, partial=True, timeout=timeout)
-        if m is None:
-            continue
-        start, stop = m.span()
-        if not eos:
-            if m.partial:
-                hold = min(hold, start)
+        match = None
+        if delim.literals is not None:
+            start, stop = _literal_search(delim, buf, pos)
+            if not eos:
+                pending = _literal_pending(delim, buf, pos, end if start == -1 else start)
+                if start != -1 and stop == end and delim.can_extend and (pending is None or start < pending):
+                    pending = start
+                if pending is not None:
+                    hold = min(hold, pending)
+                    if start == -1 or pending <= start:
+                        continue
+            if start == -1:
                 continue
-            pending = _pending_start(delim, buf, pos, start, stop, timeout)
-            if pending is not None:
-                hold = min(hold, pending)
-                if pending <= start:
+        else:
+            if eos:
+                match = guarded(delim, "search", buf, pos, timeout=timeout)
+            else:
+                match = guarded(delim, "search", buf, pos, partial=True, timeout=timeout)
+            if match is None:
+                continue
+            start, stop = match.span()
+            if not eos:
+                if match.partial:
+                    hold = min(hold, start)
                     continue
+                pending = _pending_start(delim, buf, pos, start, stop, timeout)
+                if pending is not None:
+                    hold = min(hold, pending)
+                    if pending <= start:
+                        continue
         key = (start, start - stop, OPEN_FIRST[delim.kind], delim.field)
-        if best_key is None or key < best_key:
-            best_key = key
-            best = Hit(delim, start, stop, {k: v for k, v in m.groupdict().items() if v is not None})
-    if best is not None and best.start >= hold:
-        best = None
-    return best, hold
+        if best is None or key < best[0]:
+            best = (key, delim, start, stop, match)
+    if best is None or best[2] >= hold:
+        return None, hold
+    _, delim, start, stop, match = best
+    captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
+    return Hit(delim, start, stop, captures), hold
 
 
 def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int,
                    timeout: float | None) -> int | None:
-    """For a complete match at [start, stop) while streaming: the leftmost position from which the same
+    """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
-    if stop == end:
-        if start == stop or not delim.is_literal or delim.can_extend:
-            return start
-    if delim.is_literal:
-        return _literal_pending(delim, buf, pos, start)
+    if stop == end:  # a regex or zero-width match at the edge may still grow
+        return start
     if delim.lookahead is None or stop + delim.lookahead > end:
         return start
     return _regex_pending(delim, buf, pos, start, timeout)

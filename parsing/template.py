@@ -67,6 +67,8 @@ class Delimiter:
     can_extend: bool
     max_width: int | None
     lookahead: int | None
+    ordered: tuple[str, ...] = ()
+    first_chars: str = ""
 
     @property
     def is_literal(self) -> bool:
@@ -238,7 +240,8 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         source = "|".join(regex.escape(s) for s in ordered)
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
         return Delimiter(field_name, kind, regex.compile(source, regex.DOTALL), source, tuple(literals),
-                         can_extend, max(len(s) for s in literals), 0)
+                         can_extend, max(len(s) for s in literals), 0, tuple(ordered),
+                         "".join(dict.fromkeys(s[0] for s in literals)))
     if pattern_key in spec:
         source = spec[pattern_key]
         where = _join_path(path, pattern_key)
