@@ -124,8 +124,8 @@ def _overwrites(template: Any, outcome: Outcome) -> list[Finding]:
             out.append(Finding(
                 "overwrite", name,
                 f"'{name}' was set twice: {_short(ev['value'], 60)} replaced {_short(prev['value'], 60)}{dropped}.",
-                {"previous": prev["value"], "value": ev["value"], "previous_span": [prev["start"], prev["end"]],
-                 "span": [ev["start"], ev["end"]]},
+                {"previous": prev["value"], "value": ev["value"],
+                 "previous_span": [prev.get("start"), prev.get("end")], "span": [ev.get("start"), ev.get("end")]},
             ))
         last[name] = ev
     return out
@@ -141,13 +141,15 @@ def _open_at_end(template: Any, outcome: Outcome) -> list[Finding]:
     opens: dict[str, int] = {}
     for ev in outcome.events:
         if ev.get("type") == "region_open":
-            opens[ev["field"]] = ev["start"]
+            opens[ev["field"]] = ev.get("start", end)
         if ev.get("type") not in ("region_close", "region_error"):
             continue
         name = ev["field"]
         spec = template.fields[name]
-        if spec.close is None or ev["start"] != end or ev["end"] != end or (name, end, end) in closes:
+        if spec.close is None or ev.get("start") != end or ev.get("end") != end or (name, end, end) in closes:
             continue
+        if _zero_width_close_at(spec.close, parser.stream_text, end):
+            continue  # e.g. `\Z`: the close is the end of the stream itself
         start = opens.get(name, end)
         body = parser.stream_text[start:end]
         # The explicit open delimiter is part of [start, end) for explicit regions; show only the body.
@@ -164,6 +166,14 @@ def _open_at_end(template: Any, outcome: Outcome) -> list[Finding]:
             severity="info" if implicit else "warning",
         ))
     return out
+
+
+def _zero_width_close_at(close: Any, text: str, pos: int) -> bool:
+    try:
+        m = close.regex.match(text, pos, timeout=1.0)
+    except TimeoutError:
+        return False
+    return m is not None and m.end() == pos
 
 
 def _errors(outcome: Outcome) -> list[Finding]:

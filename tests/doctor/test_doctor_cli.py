@@ -1,0 +1,108 @@
+"""`python -m parsing check TEMPLATE CASES.jsonl` run as a subprocess: exit 0 / 1 / 2 and readable output."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from parsing.doctor.suites import Case, save_suite
+
+from doctor_templates import CHATML_PROMPT, CLEAN, GUIDE
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GOOD = Case(CHATML_PROMPT, "<think>hm</think>Hi.<|im_end|>",
+            {"role": "assistant", "reasoning_content": "hm", "content": "Hi."}, name="reasoning")
+OVERWRITE = Case(CHATML_PROMPT, 'Answer.<tool_call>{"name": "f", "arguments": {}}</tool_call>\n',
+                 {"role": "assistant", "content": "Answer.",
+                  "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]},
+                 name="whitespace after a call")
+
+
+def check(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "parsing", "check", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def files(tmp_path):
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(CLEAN))
+    guide = tmp_path / "guide.json"
+    guide.write_text(json.dumps(GUIDE))
+    cases = save_suite(tmp_path / "cases.jsonl", [GOOD, OVERWRITE])
+    return clean, guide, cases
+
+
+def test_all_pass_exits_0(files):
+    clean, _, cases = files
+    rc, out, err = check(clean, cases)
+    assert rc == 0, out + err
+    assert "PASS  #1 reasoning" in out and "2 cases: 2 passed, 0 failed" in out
+
+
+def test_a_failure_exits_1_with_the_diff(files):
+    _, guide, cases = files
+    rc, out, _ = check(guide, cases, "--chunkings", "2")
+    assert rc == 1
+    assert "FAIL  #2 whitespace after a call" in out
+    assert 'content: missing (expected "Answer.")' in out
+    assert "1 passed, 1 failed" in out
+
+
+def test_json_report_and_lint(files):
+    _, guide, cases = files
+    rc, out, _ = check(guide, cases, "--json", "--lint", "--chunkings", "1")
+    assert rc == 1
+    report = json.loads(out)
+    assert report["passed"] is False and len(report["cases"]) == 2
+    assert len(report["cases"][0]["runs"]) == 2
+    assert "field-overwrite" in {w["code"] for w in report["lint"]["warnings"]}
+
+
+def test_template_from_tokenizer_config_folder(files, tmp_path):
+    _, _, cases = files
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|im_end|>", "response_template": CLEAN}))
+    rc, out, err = check(folder, cases)
+    assert rc == 0, out + err
+
+
+@pytest.mark.parametrize("template_text, message", [
+    ("{not json", "is not JSON"),
+    (json.dumps({"fields": {}}), "invalid template"),
+    (json.dumps({"start_anchor": "A", "fields": {"c": {"open_pattern": "(unclosed"}}}), "fields.c.open_pattern"),
+])
+def test_bad_template_exits_2(files, tmp_path, template_text, message):
+    _, _, cases = files
+    bad = tmp_path / "bad.json"
+    bad.write_text(template_text)
+    rc, out, err = check(bad, cases)
+    assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_bad_cases_exit_2(files, tmp_path):
+    clean, _, _ = files
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prefix": "", "output": "x", "expected": {}}\n{"prefix": ""\n')
+    rc, _, err = check(clean, bad)
+    assert rc == 2 and "bad.jsonl:2:" in err and "not valid JSON" in err and "Traceback" not in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    rc, _, err = check(clean, empty)
+    assert rc == 2 and "no cases" in err
+    rc, _, err = check(clean, tmp_path / "missing.jsonl")
+    assert rc == 2 and "cannot read cases file" in err
+    rc, _, err = check(tmp_path / "missing.json", empty)
+    assert rc == 2 and "cannot read template" in err
+
+
+def test_usage_errors_exit_2(files):
+    clean, _, cases = files
+    assert check(clean)[0] == 2
+    assert check(clean, cases, "--chunkings", "-1")[0] == 2
