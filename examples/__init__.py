@@ -7,7 +7,8 @@ Each family lives in ``examples/families/<name>/``:
 - ``family.json``: metadata: ``title``, ``models`` (who emits this format), ``source`` (where the
   format is documented), ``model_types`` (``config.json`` values), ``special_tokens`` (tokens the
   family's vocabulary carries; used by :func:`replay_chunks` and :func:`best_template_for`) and
-  ``markers`` (substrings of the family's chat template, used by :func:`best_template_for`).
+  ``markers`` (substrings of the family's chat template, used by :func:`best_template_for`);
+  optionally ``not_applicable`` (transcript kind -> why the family has none, e.g. no tool calls).
 - ``prefixes.json``: ``{name: prompt text}``: what the family's chat template renders, generation
   prompt included (variants such as ``thinking_off``, ``prefilled_think``, ``multi_turn``,
   ``after_tool_response``).

@@ -134,8 +134,11 @@ def test_family_is_complete(family_name):
         assert fam.meta.get(key), key
     assert len(fam.transcripts) >= 5
     covers = {c for t in fam.transcripts for c in t.covers}
+    not_applicable = fam.meta.get("not_applicable", {})
     for kind in ("plain", "tool_call", "parallel_tool_calls", "truncated"):
-        assert kind in covers, kind
+        assert kind in covers or not_applicable.get(kind), kind
+    for kind, why in not_applicable.items():
+        assert kind not in covers and len(why) > 20, kind
     if "reasoning_content" in tpl["fields"]:
         assert "reasoning" in covers
     for t in fam.transcripts:
@@ -172,9 +175,9 @@ def test_template_loads_and_anchor_is_in_every_prefix(family_name):
         assert len(text) - matches[-1].end() <= 40, f"prefix {name!r}: last anchor is not the generation prompt"
 
 
-def test_parallel_prefix_variants_exist():
+def test_prefix_variants_exist():
     """Families that reason have a prompt variant for it; the multi-turn and tool-response variants exist."""
     for name in FAMILIES:
         fam = examples.load_family(name)
-        assert any(k in fam.prefixes for k in ("after_tool_response",)), name
+        assert "after_tool_response" in fam.prefixes or fam.meta.get("not_applicable", {}).get("tool_call"), name
         assert "multi_turn" in fam.prefixes, name
