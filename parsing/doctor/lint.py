@@ -263,7 +263,7 @@ def _check_overwrite(spec: dict) -> list[LintWarning]:
             reentry = []
             if explicit_with_close:
                 other = fields[explicit_with_close[0]]
-                reentry.append(f"after a {explicit_with_close[0]} block ends with {_delim_text(other, 'close')}")
+                reentry.append(f"after a {explicit_with_close[0]} block (closed by {_delim_text(other, 'close')})")
             if _has_close(fspec):
                 reentry.append(f"after its own close {_delim_text(fspec, 'close')}")
             if not reentry:

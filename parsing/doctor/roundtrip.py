@@ -151,6 +151,17 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
+def _token_boundary(tokenizer: Any, text: str, limit: int) -> int:
+    """The largest token boundary of `text` at or before `limit` (a model generates whole tokens, so the split
+    must not cut `<think>` into `<t` + `hink>`); `limit` itself when the tokenizer gives no offsets."""
+    try:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ends = [end for _, end in enc["offset_mapping"] if end <= limit]
+    except Exception:  # noqa: BLE001 - slow tokenizers and stand-ins have no offsets
+        return limit
+    return max(ends, default=0) if ends else limit
+
+
 def split_generation(tokenizer: Any, conversation: list[dict], message: dict, *, tools: list | None = None,
                      stop: list[str] | None = None) -> tuple[str, str, list[str]]:
     """Render ``conversation + [message]`` and split it into the prompt and the assistant's generation.
@@ -177,7 +188,7 @@ def split_generation(tokenizer: Any, conversation: list[dict], message: dict, *,
     if full.startswith(prompt):
         prefix, generation = prompt, full[len(prompt):]
     else:
-        common = _common_prefix(prompt, full)
+        common = _token_boundary(tokenizer, prompt, _common_prefix(prompt, full))
         prefix, generation = full[:common], full[common:]
         notes.append(f"the rendered assistant turn does not start with the generation prompt (they differ after "
                      f"{prompt[max(0, common - 30):common]!r}: generation prompt continues {prompt[common:][:40]!r},"

@@ -110,10 +110,13 @@ def test_chat_template_that_drops_reasoning_is_noted(tokenizers):
     assert report.cases[0].passed and report.cases[2].passed
 
 
-def test_generation_prompt_mismatch_is_noted(tokenizers):
-    report = roundtrip(CLEAN, tokenizers["mismatch"], samples=sample_cases()[:1])
-    [case] = report.cases
-    assert any("does not start with the generation prompt" in n for n in case.notes)
+def test_generation_prompt_mismatch_is_noted_and_split_at_a_token_boundary(tokenizers):
+    report = roundtrip(CLEAN, tokenizers["mismatch"], samples=[sample_cases()[0], sample_cases()[2]])
+    content, call = report.cases
+    assert any("does not start with the generation prompt" in n for n in content.notes)
+    # `<think>` (prompt) and `<tool_call>` (turn) share "<t": the split must not cut a token in two.
+    assert call.generation.startswith("<tool_call>") and call.prefix.endswith("<|im_start|>assistant\n")
+    assert call.passed, report.format()
 
 
 def test_chat_template_errors_fail_the_sample():
