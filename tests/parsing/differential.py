@@ -164,13 +164,14 @@ def merge_events(events: list[dict]) -> list[dict]:
 
 
 def strict_equal(a: Any, b: Any) -> bool:
-    """Equality that distinguishes True/1/1.0 and treats NaN as equal to NaN (dict key order ignored)."""
+    """Equality that distinguishes True/1/1.0, treats NaN as equal to NaN and requires the same dict key
+    order (the reference's message order: defaults first, then first assignment; it shows in JSON)."""
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
         return (math.isnan(a) and math.isnan(b)) or a == b
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+        return list(a) == list(b) and all(strict_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
     return a == b
