@@ -68,3 +68,40 @@ def test_chunkings_cover_required_sizes():
     assert sum(label.startswith("random") for label in labels) == 30
     for label, chunks in d.chunkings("abcdefghij" * 5, "x"):
         assert "".join(chunks) == "abcdefghij" * 5, label
+
+
+REUSABLE = [c for c in CASES if not c["id"].startswith("tpl_") and c["prefix"] is not None]
+
+
+@pytest.mark.skipif(d.SELF_CHECK, reason="needs our parsing.load_template")
+@pytest.mark.parametrize("case", REUSABLE, ids=[c["id"] for c in REUSABLE])
+def test_compiled_template_reuse_and_no_mutation(case):
+    """One compiled template (and one template dict) shared by several parsers: no state leaks between
+    runs (defaults are copied per parser) and neither the dict nor the tools are mutated."""
+    import copy
+
+    import parsing
+
+    template = copy.deepcopy(case["template"])
+    pristine = copy.deepcopy(template)
+    compiled = parsing.load_template(template)
+    tools = d.resolve_tools(case.get("tools"))
+    tools_pristine = copy.deepcopy(tools) if not isinstance(case.get("tools"), str) else None
+    for label, chunks in d.chunkings(case["output"], case["id"], n_random=2)[:5]:
+        expected = d.run_stream(d.ref, case["template"], case["prefix"], chunks, case.get("tools"))
+        for spec in (compiled, template):
+            got = d.Outcome()
+            try:
+                parser = parsing.ResponseParser(spec, case["prefix"], tools=tools)
+                events = list(parser.initial_events)
+                for chunk in chunks:
+                    events += parser.feed(chunk)
+                got.message, final = parser.finalize()
+                got.events = events + final
+            except Exception as exc:  # noqa: BLE001
+                got.error = exc
+            if not case.get("divergence"):
+                assert d.same_outcome(expected, got), f"{label}: {d.diff_text(expected, got)}"
+    assert d.strict_equal(template, pristine), "template dict mutated"
+    if tools_pristine is not None:
+        assert d.strict_equal(tools, tools_pristine), "tools mutated"
