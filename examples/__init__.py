@@ -334,7 +334,7 @@ def rank_templates_for(tokenizer: Any = None, *, model_type: str | None = None) 
             if tok in vocab:
                 got += _W_TOKEN
                 reasons.append(f"special token {tok} in vocabulary")
-            else:
+            elif vocab:  # no vocabulary at all (no tokenizer) is no evidence either way
                 missing += _W_TOKEN
         for marker in meta.get("markers", []):
             possible += _W_MARKER
