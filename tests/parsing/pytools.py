@@ -46,3 +46,36 @@ def scale(factor: float, count: Optional[int] = None, items: Optional[list[int]]
 
 WEATHER = [get_weather]
 ALL = [get_weather, set_options, scale]
+
+
+from typing import Any, Literal  # noqa: E402
+
+
+def exotic(mode: Literal["fast", "slow"], level: int | None, anything: Any, pair: tuple[int, str],
+           grid: list[list[int]], weights: dict[str, float], flag: bool | None = None, ratio: float | int = 1) -> None:
+    """Exercise unusual type hints.
+
+    Args:
+        mode: The mode. (choices: ["fast", "slow"])
+        level: A PEP 604 optional integer.
+        anything: No type constraint.
+        pair: A fixed-size pair.
+        grid: A nested list.
+        weights: A mapping of weights.
+        flag: An optional boolean.
+        ratio: A float or an int.
+    """
+
+
+class Calculator:
+    def add(self, x: int, y: float) -> float:
+        """Add two numbers.
+
+        Args:
+            x: The first number.
+            y: The second number.
+        """
+        return x + y
+
+
+EXOTIC = [exotic, Calculator().add]

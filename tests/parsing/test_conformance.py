@@ -105,3 +105,39 @@ def test_compiled_template_reuse_and_no_mutation(case):
     assert d.strict_equal(template, pristine), "template dict mutated"
     if tools_pristine is not None:
         assert d.strict_equal(tools, tools_pristine), "tools mutated"
+
+
+OPTION_CASES = [c for c in CASES if not c["id"].startswith("tpl_") and c["prefix"] is not None]
+
+
+@pytest.mark.skipif(d.SELF_CHECK, reason="spans/recover are options of our engine only")
+@pytest.mark.parametrize("case", OPTION_CASES, ids=[c["id"] for c in OPTION_CASES])
+def test_spans_and_recover_do_not_change_results(case):
+    """`spans=True` only adds start/end to events (region_chunk text == stream_text[start:end]);
+    `recover=True` changes nothing where the reference raises nothing."""
+    import parsing
+
+    for label, chunks in d.chunkings(case["output"], case["id"], n_random=1)[:4] + d.chunkings(case["output"], case["id"], n_random=1)[-1:]:
+        plain = d.run_stream(d.ours, case["template"], case["prefix"], chunks, case.get("tools"))
+        for opts in ({"spans": True}, {"recover": True}):
+            if opts.get("recover") and plain.error is not None:
+                continue
+            got = d.Outcome()
+            try:
+                p = parsing.ResponseParser(case["template"], case["prefix"], tools=d.resolve_tools(case.get("tools")), **opts)
+                events = list(p.initial_events)
+                for chunk in chunks:
+                    events += p.feed(chunk)
+                got.message, final = p.finalize()
+                got.events = events + final
+            except Exception as exc:  # noqa: BLE001
+                got.error = exc
+            if opts.get("spans") and got.events is not None:
+                for ev in got.events:
+                    assert {"start", "end"} <= set(ev), f"{label}: {ev}"
+                    if ev["type"] == "region_chunk":
+                        assert p.stream_text[ev["start"]:ev["end"]] == ev["text"], f"{label}: {ev}"
+                got.events = [{k: v for k, v in ev.items() if k not in ("start", "end")} for ev in got.events]
+            assert d.same_outcome(plain, got), f"{opts} {label}: {d.diff_text(plain, got)}"
+            if got.events is not None:
+                assert len(got.events) == len(plain.events), f"{opts} {label}: event splitting changed"
