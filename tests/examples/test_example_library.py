@@ -155,29 +155,39 @@ def test_family_is_complete(family_name):
 
 @pytest.mark.parametrize("family_name", FAMILIES)
 def test_template_loads_and_anchor_is_in_every_prefix(family_name):
-    import regex
-
     fam = examples.load_family(family_name)
     ref = get_parser_module("reference")
     ref.ResponseParser(fam.template, prefix="")  # validates like load_response_template
     if engine is not None:
         engine.load_template(fam.template)
-    if "start_anchor" in fam.template:
-        anchors = fam.template["start_anchor"]
-        anchors = [anchors] if isinstance(anchors, str) else anchors
-        pattern = "|".join(regex.escape(a) for a in anchors)
-    else:
-        pattern = fam.template["start_anchor_pattern"]
+    pattern = anchor_pattern(fam.template)
     for name, text in fam.prefixes.items():
-        matches = list(regex.finditer(pattern, text, flags=regex.DOTALL))
+        matches = list(pattern.finditer(text))
         assert matches, f"prefix {name!r} lacks the start anchor"
         # the last anchor is the generation prompt: what follows is at most a short prefill
         assert len(text) - matches[-1].end() <= 40, f"prefix {name!r}: last anchor is not the generation prompt"
 
 
-def test_prefix_variants_exist():
-    """Families that reason have a prompt variant for it; the multi-turn and tool-response variants exist."""
-    for name in FAMILIES:
-        fam = examples.load_family(name)
-        assert "after_tool_response" in fam.prefixes or fam.meta.get("not_applicable", {}).get("tool_call"), name
-        assert "multi_turn" in fam.prefixes, name
+def anchor_pattern(template):
+    import regex
+
+    if "start_anchor" in template:
+        anchors = template["start_anchor"]
+        anchors = [anchors] if isinstance(anchors, str) else anchors
+        return regex.compile("|".join(regex.escape(a) for a in anchors), regex.DOTALL)
+    return regex.compile(template["start_anchor_pattern"], regex.DOTALL)
+
+
+@pytest.mark.parametrize("family_name", FAMILIES)
+def test_prefix_variants_exist(family_name):
+    """The multi-turn prefix holds an earlier assistant turn (and, where the family calls tools,
+    an earlier call and its tool result: at least three anchors); the tool-response variant exists."""
+    fam = examples.load_family(family_name)
+    calls_tools = not fam.meta.get("not_applicable", {}).get("tool_call")
+    assert "multi_turn" in fam.prefixes
+    anchors = len(anchor_pattern(fam.template).findall(fam.prefixes["multi_turn"]))
+    assert anchors >= (3 if calls_tools else 2)
+    if calls_tools:
+        assert "after_tool_response" in fam.prefixes
+        assert any("after_tool_response" in t.covers for t in fam.transcripts)
+    assert any("multi_turn" in t.covers for t in fam.transcripts)
