@@ -22,9 +22,7 @@ from typing import Any
 
 import gradio as gr
 
-from parsing.doctor import checks as doctor_checks
-from parsing.doctor import lint as doctor_lint
-from parsing.doctor import roundtrip as doctor_roundtrip
+from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport, lint, roundtrip, run_checks
 from parsing.doctor import suites as doctor_suites
 from parsing.doctor.streams import parse_stream
 
@@ -79,7 +77,7 @@ def _diff_table(entries: list[dict], left: str = "expected", right: str = "actua
 # ------------------------------------------------------------------------------------------ renderers
 
 
-def lint_html(report: doctor_lint.LintReport) -> str:
+def lint_html(report: LintReport) -> str:
     """The lint report: one row per warning (severity, code, JSON path, message, fix), then compatibility."""
     if report.warnings:
         rows = "".join(
@@ -98,7 +96,7 @@ def lint_html(report: doctor_lint.LintReport) -> str:
             f"<h4>Compatibility</h4><ul style='list-style:none;padding-left:0'>{compat}</ul></div>")
 
 
-def checks_html(report: doctor_checks.ChecksReport) -> str:
+def checks_html(report: ChecksReport) -> str:
     """The run checks: all-clear, or one block per finding (overwrites show both values, chunking the diff)."""
     if report.ok:
         return (f"<div class='doctor-checks-report'>{_note(f'No problems in this run: one-shot and {report.chunkings_tried} chunkings agree, nothing overwritten, nothing left open.', 'pass')}</div>")
@@ -122,7 +120,7 @@ def checks_html(report: doctor_checks.ChecksReport) -> str:
     return f"<div class='doctor-checks-report'>{''.join(parts)}</div>"
 
 
-def roundtrip_html(report: doctor_roundtrip.RoundTripReport) -> str:
+def roundtrip_html(report: RoundTripReport) -> str:
     """One row per sample: PASS/FAIL, then (for failures, or on demand) diff, error, notes and the parsed text."""
     rows = []
     for c in report.cases:
@@ -142,7 +140,7 @@ def roundtrip_html(report: doctor_roundtrip.RoundTripReport) -> str:
     return f"<div class='doctor-roundtrip-report'>{verdict}{''.join(rows)}</div>"
 
 
-def suite_html(report: doctor_suites.SuiteReport) -> str:
+def suite_html(report: SuiteReport) -> str:
     """The suite report: summary line, then one row per case with the first failing run's diff or error."""
     rows = []
     for res in report.results:
@@ -288,7 +286,7 @@ def build_doctor_panel(ctx: Any) -> None:
                     tokenizer = _tokenizer(ctx, model_name)
                 except Exception as exc:  # noqa: BLE001 - the model may not load; lint still runs
                     tok_note = _note(f"Start anchor not checked: could not load {model_name}: {exc}", "info")
-            return tok_note + lint_html(doctor_lint.lint(tpl_text, tokenizer=tokenizer))
+            return tok_note + lint_html(lint(tpl_text, tokenizer=tokenizer))
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             return _problem(exc)
 
@@ -298,7 +296,7 @@ def build_doctor_panel(ctx: Any) -> None:
             return _note("No run yet: chat with the model, paste an output or replay an example first.")
         try:
             n = max(0, min(50, int(chunkings or 0)))
-            report = doctor_checks.run_checks(tpl_text, run.prefix, list(run.chunks),
+            report = run_checks(tpl_text, run.prefix, list(run.chunks),
                                               tools=list(run.tools) if run.tools else None, chunkings_count=n)
             return checks_html(report)
         except Exception as exc:  # noqa: BLE001
@@ -311,7 +309,7 @@ def build_doctor_panel(ctx: Any) -> None:
             tokenizer = _tokenizer(ctx, model_name)
             if not getattr(tokenizer, "chat_template", None):
                 return _note(f"{model_name} has no chat template to render samples with.", "error")
-            return roundtrip_html(doctor_roundtrip.roundtrip(tpl_text, tokenizer))
+            return roundtrip_html(roundtrip(tpl_text, tokenizer))
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 

@@ -11,6 +11,9 @@ this package.
 - `roundtrip` (`parsing.doctor.roundtrip`): render sample messages with a tokenizer's
   chat template, parse the assistant turn back, diff.
 - `load_suite` / `save_suite` / `run_suite` (`parsing.doctor.suites`): JSONL test cases.
+
+Note: the functions `lint` and `roundtrip` exported here shadow the submodules of the same name as attributes
+of this package; import module-level names with ``from parsing.doctor.lint import ...``.
 """
 
 from .checks import ChecksReport, Finding, run_checks
