@@ -283,7 +283,7 @@ class CaseRunner:
         if divergent:
             self.report.divergences.append(label)
         expected = ref_stream if (SELF_CHECK or not divergent) else self.ideal
-        where = f"{label} chunks={chunks!r}"
+        where = f"{label} chunks={_short(chunks)}"
         if not same_outcome(expected, got):
             self.report.mismatches.append(f"{where}: {diff_text(expected, got)}")
         elif got.events is not None:
@@ -300,9 +300,14 @@ class CaseRunner:
         return self.report
 
 
-def format_report(report: Report, limit: int = 6) -> str:
+def _short(value: Any, width: int = 240) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width // 2] + " ... " + text[-width // 2 :]
+
+
+def format_report(report: Report, limit: int = 6, width: int = 900) -> str:
     lines = [f"case {report.case_id}: {len(report.mismatches)} mismatching chunkings"]
-    lines += ["  " + m for m in report.mismatches[:limit]]
+    lines += ["  " + (m if len(m) <= width else m[: width // 2] + " ... " + m[-width // 2 :]) for m in report.mismatches[:limit]]
     if len(report.mismatches) > limit:
         lines.append(f"  ... and {len(report.mismatches) - limit} more")
     return "\n".join(lines)
