@@ -1,0 +1,40 @@
+"""The built-in default chat model: a tiny Llama trained by ``train.py`` in this folder.
+
+``MODEL_DIR`` is the absolute path of the model folder (loadable offline with
+``AutoModelForCausalLM.from_pretrained`` / ``AutoTokenizer.from_pretrained``);
+``available()`` says whether the trained files are present.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MODEL_DIR: str = str(Path(__file__).resolve().parent / "model")
+
+_REQUIRED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+             "tokenizer_config.json")
+
+
+def available() -> bool:
+    """True when every file of the shipped model folder exists and is non-empty."""
+    folder = Path(MODEL_DIR)
+    return all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED)
+
+
+def load(threads: int | None = None):
+    """Load ``(model, tokenizer)`` from ``MODEL_DIR`` on CPU, offline, in eval mode.
+
+    ``threads`` optionally sets ``torch.set_num_threads``. Raises FileNotFoundError when the
+    model folder is incomplete.
+    """
+    if not available():
+        raise FileNotFoundError(f"built-in model not found in {MODEL_DIR}")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if threads:
+        torch.set_num_threads(threads)
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, local_files_only=True)
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,80 @@
+"""Chat template and response template of the built-in model.
+
+The chat template is ChatML with Hermes/Qwen-style tools: the tools list goes into the
+system turn inside ``<tools>``, assistant tool calls are ``<tool_call>\\n{json}\\n</tool_call>``
+blocks, tool results are ``<tool_response>`` blocks inside a user turn, and the thinking switch
+(``enable_thinking``, default on) makes the generation prompt end in ``<think>\\n`` (on) or in
+an empty ``<think>\\n\\n</think>\\n\\n`` block (off).
+
+Consistency with the response template: an assistant turn is rendered as
+``[<think>\\n...\\n</think>\\n\\n][content]<tool_call>...</tool_call><tool_call>...</tool_call><|im_end|>``
+with nothing between consecutive tool calls and nothing between the last call and
+``<|im_end|>``. Whitespace there would reopen the implicit ``content`` field, and that later
+empty region would overwrite real content written before the calls.
+"""
+
+CHAT_TEMPLATE = (
+    "{%- set ns = namespace(last_user=-1, sys=none) %}"
+    "{%- for m in messages %}{%- if m.role == 'user' %}{%- set ns.last_user = loop.index0 %}{%- endif %}{%- endfor %}"
+    "{%- if messages and messages[0].role == 'system' %}{%- set ns.sys = messages[0].content %}{%- endif %}"
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' + (ns.sys if ns.sys else 'You are a helpful assistant.') + "
+    "'\\n\\n# Tools\\n\\nYou may call these functions:\\n<tools>\\n' }}"
+    "{%- for t in tools %}{{- (t.function if t.function is defined else t) | tojson }}{{- '\\n' }}{%- endfor %}"
+    "{{- '</tools>\\nCall them as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.<|im_end|>\\n' }}"
+    "{%- elif ns.sys %}"
+    "{{- '<|im_start|>system\\n' + ns.sys + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for m in messages %}"
+    "{%- if m.role == 'user' %}"
+    "{{- '<|im_start|>user\\n' + m.content + '<|im_end|>\\n' }}"
+    "{%- elif m.role == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- if m.reasoning_content and loop.index0 > ns.last_user %}"
+    "{{- '<think>\\n' + m.reasoning_content.strip() + '\\n</think>\\n\\n' }}"
+    "{%- endif %}"
+    "{%- if m.content %}{{- m.content.strip() }}{%- endif %}"
+    "{%- for tc in (m.tool_calls or []) %}"
+    "{%- set f = tc.function if tc.function is defined else tc %}"
+    "{{- '<tool_call>\\n{\"name\": ' + (f.name | tojson) + ', \"arguments\": ' + "
+    "(f.arguments if f.arguments is string else (f.arguments | tojson)) + '}\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- elif m.role == 'tool' %}"
+    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + (m.content if m.content is string else (m.content | tojson)) + '\\n</tool_response>' }}"
+    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}"
+    "{%- else %}"
+    "{{- '<think>\\n' }}"
+    "{%- endif %}"
+    "{%- endif %}"
+)
+
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<|im_end|>", "content": "text"},
+    },
+}
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
+    "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
+]
+EOS = "<|im_end|>"
+PAD = "<|endoftext|>"
