@@ -101,8 +101,11 @@ class ResponseParser:
             for state, watch in self._watch.items()
         }
         self._dirty = {name: f.dirty for name, f in self._fields.items()}
-        # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
-        self._keep_context = any(d.literals is None for watch in self._watch.values() for d in watch)
+        # Regex delimiters may look behind the consumed position (lookbehinds, \b, ^); literals never do.
+        # `_context`: how much consumed text the scan buffer keeps (None: all of it, e.g. for `^`).
+        behind = [d.lookbehind for watch in self._watch.values() for d in watch if d.literals is None]
+        self._keep_context = bool(behind)
+        self._context = None if None in behind else max(behind, default=0) + CONTEXT_CHARS
         self._output: dict[str, Any] = deepcopy(self.template.defaults)
         # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset.
         self._buf = ""
@@ -159,8 +162,7 @@ class ResponseParser:
                     if self._keep_context:
                         self._buf = buf + text
                         self._pos += len(text)
-                        if self._pos - self._base >= TRIM_EVERY + CONTEXT_CHARS:
-                            self._trim()
+                        self._trim()
                     else:  # only literal delimiters: no lookbehind ever needs consumed text
                         self._pos += len(text)
                         self._base = self._pos
@@ -258,10 +260,15 @@ class ResponseParser:
             self._stream_cache = None
 
     def _trim(self) -> None:
-        """Drop consumed text from the scan buffer, keeping `CONTEXT_CHARS` of it for lookbehinds."""
+        """Drop consumed text from the scan buffer, keeping what the template's lookbehinds can reach (plus a margin)."""
         consumed = self._pos - self._base
-        if consumed >= TRIM_EVERY + CONTEXT_CHARS or (consumed and not self._keep_context):
-            cut = consumed - (CONTEXT_CHARS if self._keep_context else 0)
+        if not self._keep_context:
+            cut = consumed
+        elif self._context is not None and consumed >= TRIM_EVERY + self._context:
+            cut = consumed - self._context
+        else:
+            return
+        if cut:
             self._buf = self._buf[cut:]
             self._base += cut
 

@@ -57,6 +57,9 @@ class Delimiter:
         max_width: the longest text the pattern can match, None if unbounded.
         lookahead: how many characters past the end of a match the pattern may
             inspect (lookaheads, ``$``, ``\\b``), None if unbounded.
+        lookbehind: how many characters before the search position the pattern
+            may inspect (lookbehinds, ``\\b``), None if unbounded or if it needs
+            the true start of the stream (``^``, ``\\A``).
     """
 
     field: str | None
@@ -67,6 +70,7 @@ class Delimiter:
     can_extend: bool
     max_width: int | None
     lookahead: int | None
+    lookbehind: int | None = 0
     ordered: tuple[str, ...] = ()
     first_chars: str = ""
 
@@ -140,70 +144,68 @@ def _join_path(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
 
-def _pattern_reach(source: str) -> tuple[int | None, int | None]:
-    """Upper bounds on (match width, lookahead reach) of a regex, None when unbounded or unknown.
+def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
+    """Upper bounds on (match width, lookahead reach, lookbehind reach) of a regex; None when unbounded or unknown.
 
-    Uses the standard library's regex parser, which understands the common
-    subset; for syntax only the `regex` module knows, fall back to "unbounded
-    width" and a conservative lookahead guess from the source text.
+    Uses the standard library's regex parser, which understands the common subset; for syntax only the `regex`
+    module knows, all three are treated as unbounded (we then hold and keep text conservatively).
     """
     try:
         import re._parser as sre_parse  # Python 3.11+
-        from re._constants import MAXREPEAT
+        from re import _constants as sre_constants
     except ImportError:  # pragma: no cover - older Pythons
+        import sre_constants  # type: ignore
         import sre_parse  # type: ignore
-        from sre_constants import MAXREPEAT  # type: ignore
     try:
         tree = sre_parse.parse(source, _stdlib_re.DOTALL)
     except Exception:
-        looks_ahead = any(tok in source for tok in ("(?=", "(?!", "\\b", "\\B", "$", "\\Z", "\\m", "\\M"))
-        return None, (None if looks_ahead else 0)
-    lo, hi = tree.getwidth()
-    width = None if hi >= MAXREPEAT else hi
-    return width, _lookahead_reach(tree, sre_parse, MAXREPEAT)
+        return None, None, None
+    maxrepeat = sre_constants.MAXREPEAT
+    hi = tree.getwidth()[1]
+    width = None if hi >= maxrepeat else hi
+    return width, _assert_reach(tree, 1, sre_constants), _assert_reach(tree, -1, sre_constants)
 
 
-def _lookahead_reach(items, sre_parse, maxrepeat) -> int | None:
-    """Largest number of characters past the current position that any assertion in ``items`` reads."""
-    from re import _constants as c
-
+def _assert_reach(items, direction: int, c) -> int | None:
+    """How far past the current position (``direction`` 1: ahead, -1: behind) assertions in ``items`` read."""
     reach = 0
 
     def bump(value):
         nonlocal reach
-        if reach is None:
-            return
-        reach = None if value is None else max(reach, value)
+        if reach is not None:
+            reach = None if value is None else max(reach, value)
 
     for op, av in items:
         if op is c.AT:
             if av in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
                 bump(1)
-            elif av is c.AT_END:  # `$` also matches before a final newline
+            elif direction == 1 and av is c.AT_END:  # `$` also matches before a final newline
                 bump(2)
-            elif av is c.AT_END_STRING:
+            elif direction == 1 and av is c.AT_END_STRING:
                 bump(1)
+            elif direction == -1 and av in (c.AT_BEGINNING, c.AT_BEGINNING_STRING):
+                bump(None)  # needs to know where the stream really starts
         elif op in (c.ASSERT, c.ASSERT_NOT):
-            direction, sub = av
-            if direction == 1:
+            assert_dir, sub = av
+            inner = _assert_reach(sub, direction, c)
+            if assert_dir == direction:
                 hi = sub.getwidth()[1]
-                inner = _lookahead_reach(sub, sre_parse, maxrepeat)
-                bump(None if hi >= maxrepeat or inner is None else hi + inner)
+                bump(None if hi >= c.MAXREPEAT or inner is None else hi + inner)
             else:
-                bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+                bump(inner)
         elif op is c.SUBPATTERN:
-            bump(_lookahead_reach(av[-1], sre_parse, maxrepeat))
+            bump(_assert_reach(av[-1], direction, c))
         elif op is c.BRANCH:
             for sub in av[1]:
-                bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+                bump(_assert_reach(sub, direction, c))
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
-            bump(_lookahead_reach(av[2], sre_parse, maxrepeat))
+            bump(_assert_reach(av[2], direction, c))
         elif op is getattr(c, "ATOMIC_GROUP", None):
-            bump(_lookahead_reach(av, sre_parse, maxrepeat))
+            bump(_assert_reach(av, direction, c))
         elif op is c.GROUPREF_EXISTS:
             for sub in av[1:]:
                 if sub is not None:
-                    bump(_lookahead_reach(sub, sre_parse, maxrepeat))
+                    bump(_assert_reach(sub, direction, c))
         if reach is None:
             return None
     return reach
@@ -240,7 +242,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         source = "|".join(regex.escape(s) for s in ordered)
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
         return Delimiter(field_name, kind, regex.compile(source, regex.DOTALL), source, tuple(literals),
-                         can_extend, max(len(s) for s in literals), 0, tuple(ordered),
+                         can_extend, max(len(s) for s in literals), 0, 0, tuple(ordered),
                          "".join(dict.fromkeys(s[0] for s in literals)))
     if pattern_key in spec:
         source = spec[pattern_key]
@@ -254,8 +256,8 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
             raise _scope_error(where, f"invalid {pattern_key} regex: {exc.msg}", pattern_pos=exc.pos) from exc
-        width, lookahead = _pattern_reach(source)
-        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead)
+        width, lookahead, lookbehind = _pattern_reach(source)
+        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind)
     return None
 
 
