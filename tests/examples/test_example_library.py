@@ -182,3 +182,11 @@ def test_prefix_variants_exist(family_name):
         assert "after_tool_response" in fam.prefixes
         assert any("after_tool_response" in t.covers for t in fam.transcripts)
     assert any("multi_turn" in t.covers for t in fam.transcripts)
+
+
+def test_readme_lists_every_family():
+    from pathlib import Path
+
+    readme = (Path(examples.__file__).parent / "README.md").read_text(encoding="utf-8")
+    for name in FAMILIES:
+        assert f"| `{name}` |" in readme, name
