@@ -281,6 +281,8 @@ def _check_overwrite(spec: dict) -> list[LintWarning]:
                 f"newline) opens it again and the new value replaces the earlier one.{example}",
                 f'Add "repeats": true and "join": "" to fields.{name}, so later pieces are appended '
                 f"instead of replacing earlier ones.",
+                # Text after the field's own close (usually the stop token) is rare; after a block it is common.
+                severity="warning" if explicit_with_close else "info",
             ))
         elif _has_close(fspec):
             out.append(LintWarning(
@@ -424,6 +426,25 @@ def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     return out
 
 
+def _matches_empty_inside(pattern) -> bool:
+    """True if `pattern` matches the empty string and can do so in the middle of a text.
+
+    Pure anchors such as ``^``/``\\A`` (start of the stream: how ERNIE-style templates open reasoning at the
+    very beginning) or ``$``/``\\Z`` (end of the stream) match the empty string only at an edge, which is
+    deliberate; ``\\s*``, ``(?:x)?`` or ``(?m)^`` match it between any two characters.
+    """
+    try:
+        if pattern.fullmatch("", timeout=_REGEX_TIMEOUT) is None:
+            return False
+        for probe, pos in (("ab", 1), ("a\nb", 1), ("a\nb", 2), ("a b", 1), ("a b", 2)):
+            m = pattern.match(probe, pos, timeout=_REGEX_TIMEOUT)
+            if m is not None and m.end() == pos:
+                return True
+    except TimeoutError:
+        return False
+    return False
+
+
 def _check_empty_match(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     patterns = [(d.path, d.pattern, d.kind) for d in delims if d.literal is None]
     if "start_anchor_pattern" in spec:
@@ -445,11 +466,7 @@ def _check_empty_match(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     }
     out = []
     for path, pattern, kind in patterns:
-        try:
-            empty = pattern.fullmatch("", timeout=_REGEX_TIMEOUT) is not None
-        except TimeoutError:
-            empty = False
-        if empty:
+        if _matches_empty_inside(pattern):
             out.append(LintWarning(
                 "empty-match", path,
                 f"The pattern {json.dumps(pattern.pattern, ensure_ascii=False)} can match the empty string: "
@@ -581,8 +598,9 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
             `generation_prompt` returns or a bare string that is all generation prompt (``start = 0``).
 
     Returns:
-        a `LintReport` with the warnings in check order (reasoning name, overwrite, delimiter prefixes,
-        missing close, close in JSON, empty matches, start anchor) and the compatibility section.
+        a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
+        reasoning name, overwrite, delimiter prefixes, missing close, close in JSON, empty matches, start anchor)
+        and the compatibility section.
 
     Raises:
         parsing.TemplateError: the template does not load (a ``ValueError``); lint needs a valid template.
@@ -612,4 +630,5 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
         gp = (gp, 0)
     if gp is not None:
         warnings += _check_anchor(spec, gp[0], gp[1])
+    warnings.sort(key=lambda w: w.severity != "warning")  # stable: check order within each severity
     return LintReport(warnings, compatibility(spec))

@@ -316,3 +316,25 @@ def test_delimiter_prefix_triggers_when_a_close_equals_another_open():
     spec = clean(content={"open": "</think>", "close": "<|im_end|>", "repeats": True, "join": ""})
     [w] = only(spec, "delimiter-prefix")
     assert "same text" in w.message
+
+
+def test_empty_match_quiet_for_stream_edge_anchors():
+    # ERNIE-style: reasoning opens at the very start of the stream with `^`; `\Z` closes at its end.
+    spec = clean(reasoning_content={"open_pattern": "^", "close": "</think>", "repeats": True, "join": ""},
+                 x={"open": "<x>", "close_pattern": r"\Z"})
+    assert only(spec, "empty-match") == []
+    spec = clean(reasoning_content={"open_pattern": "(?m)^", "close": "</think>", "repeats": True, "join": ""})
+    [w] = only(spec, "empty-match")
+    assert w.path == "fields.reasoning_content.open_pattern"
+
+
+def test_warnings_come_before_infos():
+    report = lint(GUIDE)
+    severities = [w.severity for w in report.warnings]
+    assert severities == sorted(severities, key=lambda s: s != "warning") and "info" in severities
+
+
+def test_implicit_overwrite_after_its_own_close_only_is_info():
+    spec = {"start_anchor": "A:", "fields": {"content": {"close": "<|im_end|>"}}}
+    [w] = only(spec, "field-overwrite")
+    assert w.severity == "info"
