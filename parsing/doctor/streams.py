@@ -12,7 +12,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Outcome", "random_chunks", "chunkings", "boundaries", "parse_stream", "merged_events"]
+#: Upper bound (about) on the pieces of one random chunking; see `random_chunks`.
+MAX_PIECES = 4000
+
+__all__ = ["MAX_PIECES", "Outcome", "random_chunks", "chunkings", "boundaries", "parse_stream", "merged_events"]
 
 
 @dataclass
@@ -57,12 +60,15 @@ def random_chunks(text: str, rng: random.Random, max_size: int | None = None) ->
     """Cut `text` into consecutive non-empty pieces of random sizes in ``1..max_size``.
 
     `max_size` defaults to a random choice between token-like (1-4 characters) and larger pieces (up to a
-    third of the text), so several delimiters can land in one piece. Empty text gives ``[""]``.
+    third of the text), so several delimiters can land in one piece. To keep long outputs cheap the sizes are
+    raised so that there are at most about `MAX_PIECES` pieces (a 100,000-character output is cut into pieces of
+    up to 50 characters). Empty text gives ``[""]``.
     """
     if not text:
         return [""]
     if max_size is None:
         max_size = rng.choice([2, 4, max(1, len(text) // 3)])
+    max_size = max(max_size, 2 * -(-len(text) // MAX_PIECES))
     out, pos = [], 0
     while pos < len(text):
         size = rng.randint(1, max(1, max_size))

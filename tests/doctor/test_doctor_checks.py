@@ -117,3 +117,14 @@ def test_merged_events_join_adjacent_chunks_and_drop_spans():
               {"type": "region_close", "field": "c", "value": "ab", "start": 2, "end": 2}]
     assert merged_events(events) == [{"type": "region_chunk", "field": "c", "text": "ab", "dirty": False},
                                      {"type": "region_close", "field": "c", "value": "ab"}]
+
+
+def test_long_outputs_are_cut_into_a_bounded_number_of_pieces():
+    import random
+
+    from parsing.doctor.streams import MAX_PIECES
+    text = "x" * (MAX_PIECES * 10)
+    for seed in range(5):
+        pieces = random_chunks(text, random.Random(seed))
+        assert "".join(pieces) == text and len(pieces) <= MAX_PIECES
+    assert max(len(p) for p in random_chunks("abcdefgh" * 10, random.Random(0), max_size=2)) <= 2
