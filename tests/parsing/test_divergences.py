@@ -86,3 +86,36 @@ def test_ours_gives_uncut_result(template, prefix, output, chunks, uncut, flawed
         assert got.message == uncut, f"chunks={ch!r}"
         assert d.merge_events(got.events) == d.merge_events(ideal.events), f"chunks={ch!r}"
     assert d.run_oneshot(d.ours, template, prefix, output).message == uncut
+
+
+# The same flaw through many spellings of "a delimiter with an optional tail": subroutine calls, recursion,
+# bounded repeats, possessive/atomic groups, verbose mode, inline flags, escapes, lookarounds inside the tail,
+# named groups and backreferences. For each, every cut of the output into two chunks must give the uncut
+# result (ours), and the reference must show the flaw for at least one cut (documenting it).
+GROWABLE_CLOSES = [
+    r"</x>(?:\s*</wrap>)?", r"</x>(?:\s*(?1))?(</wrap>)?", r"(</x>)(?:\s*(?1)|\s*</wrap>)?", r"</x>(?:\n(?R))?|</wrap>",
+    r"(?:</x>\s*){1,2}(?:</wrap>)?", r"</x>(?:\s*+</wrap>)?", r"</x>(?>\s*</wrap>)?", r"</x>(?:\N{LINE FEED}</wrap>)?",
+    r"(?x) </x> (?: \s* </wrap> )?", r"(?i)</X>(?:\s*</WRAP>)?", r"</x>(?#c)(?:\s*</wrap>)?", r"\x3c/x>(?:\s*\u003c/wrap>)?",
+    r"</x>(?:\s*</wrap>){0,1}", r"</x>(?:\s*</wrap>|\s*</wr)?", r"</x>(?:\s*</(?:wrap|wr)>)?", r"</x>(?:[\s]*[<]/wrap>)?",
+    r"</x>(?:\s*</wrap>(?=t))?", r"</x>(?:\s*</wrap>(?!q))?", r"(?<=1)</x>(?:\s*</wrap>)?", r"</x>(?:(?<=>)\s*</wrap>)?",
+    r"</x>(?:\s*</wrap>)?+", r"</x>\s*(?:</wrap>)?", r"(?V1)</x>(?:\s*</wrap>)?", r"</x>(?:\s*(?P<w></wrap>))?",
+    r"(?P<c></x>)(?:\s*(?P=c))?",
+]
+
+
+@pytest.mark.parametrize("close", GROWABLE_CLOSES)
+def test_growable_close_spellings_every_cut(close):
+    template = _tpl({"content": {}, "x": {"open": "<x>", "close_pattern": close}})
+    if "(?P<" in close:
+        template["fields"]["x"]["transform"] = "{content}"
+    output = "hi<x>1</x>\n</x>tail" if "(?P=c)" in close else "hi<x>1</x>\n</wrap>tail"
+    ideal = d.ref_ideal(template, "", output)
+    assert ideal.message == {"content": "tail", "x": "1"}
+    cuts = [[output[:k], output[k:]] for k in range(1, len(output))]
+    flawed = [ch for ch in cuts if not d.same_outcome(d.run_stream(d.ref, template, "", ch), ideal)]
+    assert flawed, "the reference no longer shows the flaw for this spelling"
+    if d.SELF_CHECK:
+        return
+    for ch in cuts:
+        got = d.run_stream(d.ours, template, "", ch)
+        assert d.same_outcome(ideal, got), f"{ch!r}: {d.diff_text(ideal, got)}"
