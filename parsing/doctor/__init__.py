@@ -2,7 +2,7 @@
 
 Library side of the playground's Doctor panel and of ``python -m parsing check``.
 Importing it needs only the engine (``regex`` and the stdlib); the round trip
-imports transformers only when it is called. ``import parsing`` does not import
+imports transformers only to load a tokenizer from a path. ``import parsing`` does not import
 this package.
 
 - `lint` / `compatibility` (`parsing.doctor.lint`): warnings with JSON paths and fixes.

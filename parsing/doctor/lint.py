@@ -175,7 +175,7 @@ def _delimiters(spec: dict) -> list[_Delim]:
             if kind in fspec:
                 raw = fspec[kind]
                 literals = [raw] if isinstance(raw, str) else list(dict.fromkeys(raw))
-                for i, lit in enumerate(literals):
+                for lit in literals:
                     path = f"fields.{name}.{kind}" + ("" if isinstance(raw, str) else f"[{raw.index(lit)}]")
                     out.append(_Delim(name, kind, path, lit, regex.compile(regex.escape(lit), _REGEX_FLAGS)))
             elif f"{kind}_pattern" in fspec:
