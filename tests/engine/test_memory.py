@@ -1,0 +1,47 @@
+"""With spans off the scan buffer stays bounded however long the stream (a structural check, not a timing)."""
+
+from parsing import ResponseParser
+
+TEMPLATE = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {"open_pattern": r"<tool_call>\s*", "close": "</tool_call>", "content": "json"},
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def buffer_after(n_chars, template):
+    parser = ResponseParser(template, "")
+    parser.feed("<think>")
+    piece = "lorem ipsum < dolor </thin sit amet "
+    sent = 0
+    while sent < n_chars:
+        parser.feed(piece[: 4])
+        parser.feed(piece[4:])
+        sent += len(piece)
+    return len(parser._buf)
+
+
+def test_scan_buffer_does_not_grow_with_emitted_text():
+    small = buffer_after(20_000, TEMPLATE)
+    large = buffer_after(400_000, TEMPLATE)
+    # Bounded by the lookbehind margin plus the trimming period, independent of the stream length.
+    assert large <= 8192 and small <= 8192
+
+
+def test_literal_only_template_keeps_no_consumed_text():
+    literal = {k: v for k, v in TEMPLATE.items()}
+    literal["fields"] = dict(TEMPLATE["fields"], tool_calls={"open": "<tool_call>", "close": "</tool_call>"})
+    assert buffer_after(50_000, literal) <= len("</thin")
+
+
+def test_caret_patterns_keep_the_whole_stream_to_stay_exact():
+    caret = {"start_anchor": "X", "fields": {"x": {"open_pattern": "^<x>", "close": "</x>"}, "content": {}}}
+    parser = ResponseParser(caret, "")
+    for _ in range(3000):
+        parser.feed("abcd")
+    parser.feed("<x>")
+    message, _ = parser.finalize()
+    assert message == {"content": "abcd" * 3000 + "<x>"}
