@@ -137,6 +137,7 @@ def test_family_is_complete(family_name):
         assert t.title
         if t.actual is not None:
             assert t.why, f"{t.id}: a recorded difference needs its explanation"
+            assert f"`{t.id}`" in fam.notes, f"{t.id}: NOTES.md must explain the recorded difference"
             assert t.actual != ({"message": t.expected} if t.expected is not None else {"error": t.expected_error})
             assert set(t.actual) in ({"message"}, {"error"})
     # every special token of the family occurs in its prompts or outputs (no stale metadata)
