@@ -58,6 +58,15 @@ DIVERGENCES = [
         {"content": "tail", "x": "1"}, {"content": "</wrap>tail", "x": "1"},
         id="prefix_boundary_regex_close",
     ),
+    pytest.param(
+        # Reason: `\K` makes the reported match start after text the pattern consumed (`\n`). The reference
+        # searches from its flush position; once a chunk ends right after `\n`, that `\n` is emitted into the
+        # body and `\n\K</x>` can never match again: the region runs to the end of the stream.
+        _tpl({"content": {}, "x": {"open": "<x>", "close_pattern": r"\n\K</x>"}}),
+        "", "a<x>1\n</x>b", ["a<x>1\n", "</x>b"],
+        {"content": "b", "x": "1"}, {"content": "a", "x": "1\n</x>b"},
+        id="regex_keep_out_K",
+    ),
 ]
 
 
