@@ -339,3 +339,27 @@ def test_load_family_errors_and_copies():
     assert a.transcript("reasoning").prefix == a.prefixes["thinking_on"]
     with pytest.raises(KeyError):
         a.transcript("nope")
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TOKENS = ["<think>", "</think>", "<|im_end|>", "<|tool_call_begin|>", "<|tool_call"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.one_of(st.sampled_from(TOKENS), st.text(alphabet="ab<|>/\n ", max_size=6)), max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+    max_piece=st.integers(1, 5),
+)
+def test_replay_chunks_property(parts, seed, max_piece):
+    text = "".join(parts)
+    chunks = examples.replay_chunks(text, TOKENS, seed, max_piece=max_piece)
+    assert "".join(chunks) == text
+    assert all(chunks)
+    for c in chunks:
+        if c not in TOKENS:
+            assert len(c) <= max_piece
+            # a special token is never inside (or split into) plain pieces
+            assert not any(t in c for t in TOKENS)
