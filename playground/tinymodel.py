@@ -53,8 +53,12 @@ _CORPUS = [
 ]
 
 
-def build_tiny_model(directory: str | os.PathLike, with_response_template: bool = True, seed: int = 0) -> Path:
+def build_tiny_model(directory: str | os.PathLike, with_response_template: bool = True, seed: int = 0,
+                     stop_on_eos: bool = True) -> Path:
     """Write a tiny random LlamaForCausalLM + BPE tokenizer to ``directory`` (created) and return its path.
+
+    ``stop_on_eos=False`` leaves the eos id out of the generation config, so ``generate`` only stops at
+    ``max_new_tokens`` or a stopping criterion (for testing Stop).
 
     Takes about a second on CPU; about 1 MB on disk.  Needs no network.
     """
@@ -84,7 +88,7 @@ def build_tiny_model(directory: str | os.PathLike, with_response_template: bool 
                       pad_token_id=fast.convert_tokens_to_ids("<|endoftext|>"),
                       bos_token_id=None, tie_word_embeddings=True)
     model = LlamaForCausalLM(cfg)
-    model.generation_config.eos_token_id = cfg.eos_token_id
+    model.generation_config.eos_token_id = cfg.eos_token_id if stop_on_eos else None
     model.generation_config.pad_token_id = cfg.pad_token_id
     model.save_pretrained(directory)
     (directory / "README.md").write_text("Tiny random model built by playground.tinymodel (knows nothing).\n")

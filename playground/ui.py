@@ -292,7 +292,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                                          show_label=False, elem_id="tool-result", scale=5)
                             tool_btn = gr.Button("Send tool result", elem_id="send-tool-result", scale=2)
                         clear_btn = gr.Button("Clear conversation", size="sm", elem_id="clear")
-                        with gr.Accordion("System prompt, tools and generation settings", open=False):
+                        with gr.Accordion("System prompt, tools and generation settings", open=False, elem_id="settings"):
                             system_box = gr.Textbox(label="System prompt", lines=2, elem_id="system-prompt")
                             tools_code = gr.Code(value=json.dumps(EXAMPLE_TOOLS, indent=2), language="json",
                                                  label="Tools (JSON list of schemas; empty for none)", lines=8,
@@ -345,8 +345,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             check = gr.HTML("", elem_id="check")
         timeline = gr.HTML('<div class="tl-note">Nothing parsed yet: chat, paste or replay an example.</div>',
                            elem_id="timeline")
-        timeline_from = gr.Number(value=None, precision=0, label="Timeline from character (empty: the end)",
-                                  elem_id="timeline-from")
+        timeline_from = gr.Textbox(value="", label="Timeline from character (empty: show the end); press Enter",
+                                   elem_id="timeline-from", max_lines=1)
         with gr.Tabs():
             with gr.Tab("Event log"):
                 events = gr.HTML("", elem_id="events")
@@ -413,7 +413,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                *_visuals(view, window=STREAM_WINDOW), sess)
                 finally:
                     gen.close()
-                stopped = stop_event.is_set() and len(record) < int(n_new) and not live.final
+                stopped = getattr(stop_event, "user_requested", False)
                 run = Run(prefix=prompt, chunks=tuple(record), template_text=tpl_text,
                           tools=tuple(tools) if tools else None, times=tuple(times), source="model")
                 view, chk = finish(sess, live, run)
@@ -435,11 +435,15 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 if request is not None and request.session_hash:
                     _STOP_EVENTS.pop(request.session_hash, None)
 
-        def send_user(*args, request: gr.Request = None):
-            yield from chat_turn("user", *args, request=request)
+        def send_user(text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
+                      request: gr.Request):
+            yield from chat_turn("user", text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd,
+                                 tpl_text, request)
 
-        def send_tool(*args, request: gr.Request = None):
-            yield from chat_turn("tool", *args, request=request)
+        def send_tool(text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
+                      request: gr.Request):
+            yield from chat_turn("tool", text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd,
+                                 tpl_text, request)
 
         chat_inputs = [session, model_box, system_box, tools_code, thinking, max_new, temperature, top_p, seed,
                        template]
@@ -455,10 +459,11 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             ev = _STOP_EVENTS.get(request.session_hash) if request is not None else None
             if ev is None:
                 return _status("Nothing is generating.")
+            ev.user_requested = True
             ev.set()
             return _status("Stopping…")
 
-        stop_btn.click(stop, None, status, concurrency_limit=None, queue=False)
+        stop_btn.click(stop, None, status, concurrency_limit=None)
 
         def clear(sess: Session):
             sess.history = []

@@ -1,0 +1,70 @@
+"""Playwright in Debian Chromium against the app launched in-process on a free port."""
+
+import os
+import socket
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory):
+    from playground.tinymodel import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", stop_on_eos=False))
+
+
+@pytest.fixture(scope="session")
+def app_url(model_dir):
+    from playground.ui import build_ui, launch_kwargs
+
+    demo = build_ui(model_dir)
+    demo.queue(default_concurrency_limit=8)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, ssr_mode=False, prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    yield demo.local_url or f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Debian chromium is required: apt-get install -y --no-install-recommends chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def open_app(browser, url):
+    """A fresh browser context (= a fresh Gradio session) on the app, ready to use."""
+    ctx = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("#template", timeout=30000)
+    page.wait_for_selector("#timeline", timeout=30000)
+    return ctx, page
+
+
+@pytest.fixture
+def page(browser, app_url):
+    ctx, pg = open_app(browser, app_url)
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    ctx.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"

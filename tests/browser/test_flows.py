@@ -1,0 +1,198 @@
+"""Every playground flow in a real browser (Debian Chromium), against the app running in-process."""
+
+import io
+import json
+import threading
+import time
+import zipfile
+
+from conftest import open_app
+
+FINAL = "#timeline .tl[data-status=final]"
+
+
+def set_code(page, elem_id, text):
+    """Replace the content of a gr.Code editor the way a user would (select all, type)."""
+    page.click(f"#{elem_id} .cm-content")
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def code_text(page, elem_id):
+    return page.evaluate(
+        "id => Array.from(document.querySelectorAll('#' + id + ' .cm-line')).map(l => l.textContent).join('\\n')",
+        elem_id)
+
+
+def message_json(page):
+    page.click("button[role=tab]:has-text('Message')")
+    return page.inner_text("#message")
+
+
+def set_max_tokens(page, n):
+    box = page.locator("#max-new-tokens input[type=number]")
+    if not box.is_visible():
+        page.click("#settings .label-wrap")
+    box.fill(str(n))
+    box.press("Enter")
+
+
+def wait_status(page, text, timeout=30000):
+    page.wait_for_function("t => document.querySelector('#status').innerText.includes(t)", arg=text,
+                           timeout=timeout)
+
+
+def paste_and_parse(page, raw, prefix=""):
+    page.click("button[role=tab]:has-text('Paste')")
+    page.fill("#paste-raw textarea", raw)
+    page.fill("#paste-prefix textarea", prefix)
+    page.click("#paste-parse")
+    page.wait_for_selector(FINAL)
+
+
+RAW = ('Let me check.\n</think>\n\nChecking <b>now</b>.<tool_call>\n{"name": "get_weather", "arguments": '
+       '{"city": "Paris"}}\n</tool_call><|im_end|>')
+PREFIX = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+def test_example_replay(page):
+    page.click("button[role=tab]:has-text('Examples')")
+    page.wait_for_selector("#example-replay")
+    page.click("#example-replay")
+    wait_status(page, "done", timeout=30000)
+    page.wait_for_selector(FINAL)
+    # the family template was loaded into the editor, and the stream is coloured by field
+    assert '"fields"' in code_text(page, "template")
+    assert page.locator("#timeline span[data-f]").count() > 0
+    assert page.locator("#timeline span.cs").count() > 1  # several chunks
+    assert page.locator("#legend .sw").count() >= 2
+    page.wait_for_selector("#check #agree-badge")
+
+
+def test_live_generation_and_stop(page, app_url):
+    from playground import backends
+
+    set_max_tokens(page, 20000)
+    page.fill("#user-input textarea", "Tell me a very long story")
+    page.click("#send")
+    page.wait_for_selector("#timeline .tl[data-status=streaming] span.cs", timeout=60000)
+    assert backends.active_generations() >= 1
+    page.click("#stop")
+    wait_status(page, "Stopped", timeout=30000)
+    page.wait_for_selector(FINAL)
+    deadline = time.time() + 10
+    while backends.active_generations() and time.time() < deadline:
+        time.sleep(0.1)
+    assert backends.active_generations() == 0, "generate kept running after Stop"
+    n = int(page.get_attribute("#timeline .tl", "data-len"))
+    assert n < 20000
+    # the prompt opened <think>: its initial event shows in the log as a prefix event
+    page.click("button[role=tab]:has-text('Event log')")
+    assert page.locator("#events td:text-is('prefix')").count() >= 1
+    # the conversation continues with a tool result
+    set_max_tokens(page, 8)
+    page.fill("#tool-result textarea", '{"temperature": 21}')
+    page.click("#send-tool-result")
+    wait_status(page, "Done", timeout=60000)
+    assert "Tool result" in page.inner_text("#chatbot")
+    assert page.locator("#chatbot .message-row, #chatbot [data-testid=user]").count() >= 2
+
+
+def test_broken_template_shows_error_then_fix_reparses(page):
+    paste_and_parse(page, RAW, PREFIX)
+    assert "Let me check." in message_json(page)
+    good = code_text(page, "template")
+    spec = json.loads(good)
+    # 1. a regex that does not compile: error with JSON path and line, nothing crashes
+    broken = dict(spec)
+    broken["fields"] = dict(spec["fields"], reasoning_content={"open_pattern": "<think>(", "close": "</think>"})
+    set_code(page, "template", json.dumps(broken, indent=2))
+    page.wait_for_function("document.querySelector('#tpl-error') && "
+                           "document.querySelector('#tpl-error').dataset.path === "
+                           "'fields.reasoning_content.open_pattern'")
+    line = int(page.get_attribute("#tpl-error", "data-line"))
+    assert "open_pattern" in json.dumps(broken, indent=2).splitlines()[line - 1]
+    assert "Let me check." in page.inner_text("#timeline")  # the last good parse is still drawn
+    # 2. JSON syntax error is shown with its line too
+    set_code(page, "template", '{\n  "fields": {,\n}')
+    page.wait_for_function("document.querySelector('#tpl-error') && "
+                           "document.querySelector('#tpl-error').dataset.line === '2'")
+    # 3. fix it with a renamed field: the last raw output is re-parsed at once, without generating
+    fixed = dict(spec)
+    fixed["fields"] = dict(spec["fields"])
+    fixed["fields"]["thoughts"] = fixed["fields"].pop("reasoning_content")
+    set_code(page, "template", json.dumps(fixed, indent=2))
+    page.wait_for_selector("#timeline span[data-f=thoughts]")
+    page.wait_for_selector("#tpl-ok")
+    assert '"thoughts"' in message_json(page)
+    # 4. replay re-streams the same chunks with the fixed template
+    page.click("#replay")
+    wait_status(page, "Replaying: done", timeout=30000)
+    assert page.locator("#timeline span[data-f=thoughts]").count() >= 1
+
+
+def test_paste_mode_and_hostile_text(page):
+    raw = '<script>window.__pwned = 1</script>\n</think>\nAnswer & <img src=x onerror="window.__pwned=2"><|im_end|>'
+    paste_and_parse(page, raw, PREFIX)
+    txt = page.inner_text("#timeline .tl")
+    assert "<script>window.__pwned = 1</script>" in txt
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.locator("#timeline span.d").count() >= 2  # delimiters drawn as tags
+    assert page.locator("#timeline span.p").count() >= 1  # text from the prefix
+    # a broken tool call is flagged on the timeline, the rest still shows
+    paste_and_parse(page, 'ok\n</think>\nHi<tool_call>\n{oops\n</tool_call><|im_end|>', PREFIX)
+    page.wait_for_selector("#timeline .tl-err")
+    assert page.locator("#timeline span.e").count() >= 1
+    assert '"content": "Hi"' in message_json(page).replace("\n", "").replace('":"', '": "') or \
+        "Hi" in message_json(page)
+    # replay of pasted text streams
+    page.click("#paste-replay")
+    wait_status(page, "done", timeout=30000)
+
+
+def test_export_download_contains_template(page):
+    page.click("button[role=tab]:has-text('Export')")
+    page.click("#export")
+    page.wait_for_selector("#export-result", timeout=60000)
+    assert "round-trips" in page.inner_text("#export-status")
+    with page.expect_download() as dl:
+        page.click("#download")
+    data = open(dl.value.path(), "rb").read()
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        cfg = json.loads(z.read("tokenizer_config.json"))
+    assert cfg["response_template"] == json.loads(code_text(page, "template"))
+
+
+def test_two_sessions_stream_at_once_without_mixing(browser, app_url):
+    ctx_a, a = open_app(browser, app_url)
+    ctx_b, b = open_app(browser, app_url)
+    try:
+        for pg, word in ((a, "ALPHA"), (b, "BRAVO")):
+            pg.click("button[role=tab]:has-text('Paste')")
+            pg.fill("#paste-raw textarea", f"{word} thinks.\n</think>\n" + f"{word} says hi. " * 60 + "<|im_end|>")
+            pg.fill("#paste-prefix textarea", PREFIX)
+        a.click("#paste-replay")
+        b.click("#paste-replay")
+        a.wait_for_selector("#timeline .tl[data-status=streaming]", timeout=30000)
+        b.wait_for_selector("#timeline .tl[data-status=streaming]", timeout=30000)
+        for pg in (a, b):
+            wait_status(pg, "done", timeout=60000)
+        ta, tb = a.inner_text("#timeline .tl"), b.inner_text("#timeline .tl")
+        assert "ALPHA" in ta and "BRAVO" not in ta
+        assert "BRAVO" in tb and "ALPHA" not in tb
+        # live generation in both at once: each conversation keeps its own turns
+        for pg, word in ((a, "first-user"), (b, "second-user")):
+            pg.click("button[role=tab]:has-text('Chat')")
+            set_max_tokens(pg, 40)
+            pg.fill("#user-input textarea", word)
+        a.click("#send")
+        b.click("#send")
+        for pg in (a, b):
+            wait_status(pg, "Done", timeout=60000)
+        ca, cb = a.inner_text("#chatbot"), b.inner_text("#chatbot")
+        assert "first-user" in ca and "second-user" not in ca
+        assert "second-user" in cb and "first-user" not in cb
+    finally:
+        ctx_a.close()
+        ctx_b.close()
