@@ -264,7 +264,7 @@ def build_doctor_panel(ctx: Any) -> None:
                            max_lines=30, elem_id="doctor-suite")
         with gr.Row():
             upload = gr.File(label="Load a .jsonl suite", file_types=[".jsonl"], elem_id="doctor-suite-upload",
-                             scale=2)
+                             scale=2, height=120)
             run_btn = gr.Button("Run suite (one-shot + random chunkings)", elem_id="doctor-run-suite", scale=1)
         suite_out = gr.HTML("", elem_id="doctor-suite-report")
         with gr.Row():
@@ -272,7 +272,7 @@ def build_doctor_panel(ctx: Any) -> None:
                                      scale=2)
             export_btn = gr.Button("Export template + suite", elem_id="doctor-export", scale=1)
         export_out = gr.File(label="Template and suite, side by side", file_count="multiple",
-                             elem_id="doctor-export-files", interactive=False)
+                             elem_id="doctor-export-files", interactive=False, height=120)
     note = gr.HTML("", elem_id="doctor-note")
 
     # ---------------------------------------------------------------------------------- handlers

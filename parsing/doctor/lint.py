@@ -253,7 +253,9 @@ def _check_reasoning_name(spec: dict) -> list[LintWarning]:
 def _check_overwrite(spec: dict) -> list[LintWarning]:
     out = []
     fields = spec["fields"]
-    explicit_with_close = [n for n, f in fields.items() if _is_explicit(f) and _has_close(f)]
+    # Repeating blocks (tool calls) first: the example below reads best with them.
+    explicit_with_close = sorted((n for n, f in fields.items() if _is_explicit(f) and _has_close(f)),
+                                 key=lambda n: not fields[n].get("repeats"))
     for name, fspec in fields.items():
         if fspec.get("repeats"):
             continue
