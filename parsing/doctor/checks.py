@@ -18,11 +18,10 @@ the template and the tools. `run_checks` parses it with spans and reports:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diff import diff_values, same_value
+from .diff import diff_values, same_value, show_value
 from .streams import Outcome, boundaries, chunkings, merged_events, parse_stream
 
 __all__ = ["Finding", "ChecksReport", "run_checks"]
@@ -91,17 +90,9 @@ class ChecksReport:
             if f.code == "chunking" and f.details.get("diff"):
                 lines.append(f"    chunk boundaries: {f.details['cuts']}")
                 for d in f.details["diff"]:
-                    lines.append(f"    {d['path'] or '(message)'}: one-shot {_short(d.get('expected'))} / "
-                                 f"chunked {_short(d.get('actual'))}")
+                    lines.append(f"    {d['path'] or '(message)'}: one-shot {show_value(d.get('expected'))} / "
+                                 f"chunked {show_value(d.get('actual'))}")
         return "\n".join(lines)
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _parse(template: Any, prefix: str, chunks: list[str], tools: list | None) -> Outcome:
@@ -123,7 +114,8 @@ def _overwrites(template: Any, outcome: Outcome) -> list[Finding]:
             dropped = " (then dropped from the message as empty)" if ev["value"] in ("", None, [], {}) else ""
             out.append(Finding(
                 "overwrite", name,
-                f"'{name}' was set twice: {_short(ev['value'], 60)} replaced {_short(prev['value'], 60)}{dropped}.",
+                f"'{name}' was set twice: {show_value(ev['value'], 60)} replaced "
+                f"{show_value(prev['value'], 60)}{dropped}.",
                 {"previous": prev["value"], "value": ev["value"],
                  "previous_span": [prev.get("start"), prev.get("end")], "span": [ev.get("start"), ev.get("end")]},
             ))

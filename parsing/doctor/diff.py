@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DiffEntry", "diff_values", "format_diff", "same_value"]
+__all__ = ["DiffEntry", "diff_values", "format_diff", "same_value", "show_value"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,14 @@ class DiffEntry:
         """One line, e.g. ``content: expected "Hi" got ""``."""
         where = self.path or "(message)"
         if self.kind == "missing":
-            return f"{where}: missing (expected {_show(self.expected)})"
+            return f"{where}: missing (expected {show_value(self.expected)})"
         if self.kind == "extra":
-            return f"{where}: unexpected {_show(self.actual)}"
-        return f"{where}: expected {_show(self.expected)} got {_show(self.actual)}"
+            return f"{where}: unexpected {show_value(self.actual)}"
+        return f"{where}: expected {show_value(self.expected)} got {show_value(self.actual)}"
 
 
-def _show(value: Any, limit: int = 200) -> str:
+def show_value(value: Any, limit: int = 200) -> str:
+    """`value` as compact JSON (repr for what JSON cannot hold), cut to `limit` characters with an ellipsis."""
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=False)
     except (TypeError, ValueError):
