@@ -67,6 +67,15 @@ DIVERGENCES = [
         {"content": "b", "x": "1"}, {"content": "a", "x": "1\n</x>b"},
         id="regex_keep_out_K",
     ),
+    pytest.param(
+        # Reason: `\G` anchors at the search start. The reference searches from its flush position, which
+        # moves with every chunk boundary; uncut, `\G` only matches at the stream start or right after the
+        # previous delimiter, so `y<g>3</g>` stays content.
+        _tpl({"content": {}, "a": {"open_pattern": r"\G<g>", "close": "</g>", "repeats": True}}),
+        "", "<g>1</g><g>2</g>y<g>3</g>", ["<g>1</g><g>2</g>y", "<g>3</g>"],
+        {"content": "y<g>3</g>", "a": ["1", "2"]}, {"content": "y", "a": ["1", "2", "3"]},
+        id="regex_G_anchor",
+    ),
 ]
 
 
