@@ -90,6 +90,7 @@ def lint_html(report: LintReport) -> str:
     compat = "".join(
         f"<li class='doctor-compat' data-target='{_e(c.target)}'>{_badge('pass' if c.accepted else 'fail', 'OK' if c.accepted else 'NO')} "
         f"<b>{_e(c.target)}</b>: {'accepts this template' if c.accepted else 'would not accept it'}"
+        f" <small style='color:#666'>(per {_e(c.basis)})</small>"
         + ("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in c.reasons) + "</ul>" if c.reasons else "") + "</li>"
         for c in report.compatibility)
     return (f"<div class='doctor-lint-report'><h4>Lint ({len(report.warnings)} finding(s))</h4>{body}"

@@ -31,7 +31,9 @@ engine validates exactly like transformers 5.23) and vLLM's
 
 from __future__ import annotations
 
+import copy
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -107,15 +109,18 @@ class Compatibility:
         target: ``"transformers"`` or ``"vllm"``.
         accepted: True if the consumer would load and use the template.
         reasons: why not (empty when accepted), one sentence each.
+        basis: what the verdict rests on (the installed transformers' own loader, our engine, or the rule).
     """
 
     target: str
     accepted: bool
     reasons: tuple[str, ...] = ()
+    basis: str = ""
 
     def to_dict(self) -> dict:
-        """``{"target", "accepted", "reasons": [...]}``."""
-        return {"target": self.target, "accepted": self.accepted, "reasons": list(self.reasons)}
+        """``{"target", "accepted", "reasons": [...], "basis"}``."""
+        return {"target": self.target, "accepted": self.accepted, "reasons": list(self.reasons),
+                "basis": self.basis}
 
 
 @dataclass
@@ -148,7 +153,7 @@ class LintReport:
             lines.append(f"    fix: {w.fix}")
         for c in self.compatibility:
             verdict = "accepted" if c.accepted else "NOT accepted"
-            lines.append(f"{c.target}: {verdict}" + "".join(f"\n    - {r}" for r in c.reasons))
+            lines.append(f"{c.target}: {verdict} (per {c.basis})" + "".join(f"\n    - {r}" for r in c.reasons))
         return "\n".join(lines)
 
 
@@ -548,28 +553,66 @@ def generation_prompt(tokenizer: Any, messages: list[dict] | None = None, *, too
     return with_gp, start
 
 
-def compatibility(template: Any) -> list[Compatibility]:
+_ENGINE_BASIS = "the project's engine, which validates exactly like transformers 5.23"
+_VLLM_BASIS = "vLLM's rule: only thinking, content (both plain text) and tool_calls"
+
+
+def _reference_verdict(spec: Any) -> tuple[str, str | None] | None:
+    """``(basis, error or None)`` from the installed transformers' own template loader; None if unavailable."""
+    try:
+        import transformers
+        from transformers.utils.chat_parsing.response_templates import load_response_template
+    except Exception:  # noqa: BLE001 - not installed, or a version without response templates
+        return None
+    basis = f"transformers {getattr(transformers, '__version__', '?')} (its own loader)"
+    try:
+        load_response_template(copy.deepcopy(spec))
+    except Exception as exc:  # noqa: BLE001 - the reference raises ValueError/TypeError/regex errors
+        return basis, f"{type(exc).__name__}: {exc}"
+    return basis, None
+
+
+def compatibility(template: Any, *, reference: bool | None = None) -> list[Compatibility]:
     """Say whether transformers and vLLM's ``response_template`` parser would accept `template`.
 
     Args:
         template: a dict, JSON text, a path to a ``.json`` file or a compiled template (anything
             `parsing.load_template` takes).
+        reference: ask the installed transformers' own loader for the transformers verdict: True (imports
+            transformers), False (never), None (default: only if transformers is already imported, so a light
+            caller stays light). Otherwise our engine decides (it validates exactly like transformers 5.23).
 
     Returns:
-        ``[Compatibility("transformers", ...), Compatibility("vllm", ...)]``. transformers: accepted iff our
-        engine loads it (it validates exactly like transformers 5.23); the reason is the load error. vLLM:
-        the parser accepts only the fields ``thinking``, ``content`` and ``tool_calls``, with ``thinking`` and
-        ``content`` plain text (``content: "text"``, no transform, no repeats), as the issue describes it; it
-        is checked only on templates transformers accepts. Never raises for a bad template.
+        ``[Compatibility("transformers", ...), Compatibility("vllm", ...)]``, each with the reasons for a
+        refusal and its ``basis``. vLLM: the parser accepts only the fields ``thinking``, ``content`` and
+        ``tool_calls``, with ``thinking`` and ``content`` plain text (``content: "text"``, no transform, no
+        repeats, no content_args), as issue #6 describes it; a template that does not load is refused too.
+        Never raises for a bad template.
     """
     import parsing
 
+    spec: Any = None
+    engine_error = None
     try:
         spec = parsing.load_template(template).spec
     except (ValueError, OSError) as exc:  # TemplateError is a ValueError
-        reason = str(exc)
-        return [Compatibility("transformers", False, (reason,)),
-                Compatibility("vllm", False, ("the template does not load: " + reason,))]
+        engine_error = str(exc)
+    use_reference = ("transformers" in sys.modules) if reference is None else reference
+    verdict = None
+    if use_reference:
+        raw = spec
+        if raw is None and isinstance(template, dict):
+            raw = template
+        verdict = _reference_verdict(raw) if raw is not None else None
+    if verdict is not None:
+        basis, ref_error = verdict
+        transformers_c = Compatibility("transformers", ref_error is None, (ref_error,) if ref_error else (), basis)
+    else:
+        transformers_c = Compatibility("transformers", engine_error is None,
+                                       (engine_error,) if engine_error else (), _ENGINE_BASIS)
+    if spec is None:
+        return [transformers_c, Compatibility("vllm", False, ("the template does not load: " + engine_error,),
+                                              _VLLM_BASIS)]
     reasons = []
     for name, fspec in spec["fields"].items():
         if name not in VLLM_FIELDS:
@@ -584,11 +627,11 @@ def compatibility(template: Any) -> list[Compatibility]:
                     bad.append(key)
             if bad:
                 reasons.append(f"field '{name}' must be plain text, but it sets {', '.join(bad)}")
-    return [Compatibility("transformers", True), Compatibility("vllm", not reasons, tuple(reasons))]
+    return [transformers_c, Compatibility("vllm", not reasons, tuple(reasons), _VLLM_BASIS)]
 
 
-def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[str, int] | str | None = None
-         ) -> LintReport:
+def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[str, int] | str | None = None,
+         reference: bool | None = None) -> LintReport:
     """Find problems in a template that loads but will hurt real outputs.
 
     Args:
@@ -598,6 +641,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
             conversation gives an ``info`` warning instead.
         generation_prompt_text: alternatively the rendered prompt itself, either ``(prompt, start)`` as
             `generation_prompt` returns or a bare string that is all generation prompt (``start = 0``).
+        reference: passed to `compatibility`.
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
@@ -633,4 +677,4 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     if gp is not None:
         warnings += _check_anchor(spec, gp[0], gp[1])
     warnings.sort(key=lambda w: w.severity != "warning")  # stable: check order within each severity
-    return LintReport(warnings, compatibility(spec))
+    return LintReport(warnings, compatibility(spec, reference=reference))

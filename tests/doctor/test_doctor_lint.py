@@ -288,7 +288,7 @@ def test_report_dict_and_text_have_paths_and_fixes():
     assert all(w["path"] and w["fix"] for w in d["warnings"])
     assert [c["target"] for c in d["compatibility"]] == ["transformers", "vllm"]
     text = report.format()
-    assert "fields.content" in text and "fix:" in text and "vllm: NOT accepted" in text
+    assert "fields.content" in text and "fix:" in text and "vllm: NOT accepted (per vLLM" in text
 
 
 def test_imports_stay_light():
@@ -338,3 +338,15 @@ def test_implicit_overwrite_after_its_own_close_only_is_info():
     spec = {"start_anchor": "A:", "fields": {"content": {"close": "<|im_end|>"}}}
     [w] = only(spec, "field-overwrite")
     assert w.severity == "info"
+
+
+def test_compatibility_asks_the_installed_transformers_when_told():
+    c = {x.target: x for x in compatibility(CLEAN, reference=True)}
+    assert c["transformers"].accepted and c["transformers"].basis.startswith("transformers 5.")
+    bad = {"start_anchor": "A", "fields": {"c": {"open_pattern": "(?P<n>x)"}}}  # named group, no transform
+    c = {x.target: x for x in compatibility(bad, reference=True)}
+    assert not c["transformers"].accepted and "transform" in c["transformers"].reasons[0]
+    assert "transformers 5." in c["transformers"].basis
+    c = {x.target: x for x in compatibility(bad, reference=False)}
+    assert not c["transformers"].accepted and "engine" in c["transformers"].basis
+    assert "per " in lint(CLEAN, reference=False).format()
