@@ -23,6 +23,9 @@ Warning codes (`LintWarning.code`):
 - ``empty-match``: a pattern can match the empty string.
 - ``anchor-not-in-generation-prompt``: the start anchor does not occur in the
   generation prompt the tokenizer's chat template produces.
+- ``search-start-anchor``: a delimiter pattern uses ``\\G`` (the position where a
+  search starts), which transformers moves with every chunk boundary, so its
+  streamed results depend on how the output was cut.
 
 The compatibility section (`compatibility`) says whether transformers (our
 engine validates exactly like transformers 5.23) and vLLM's
@@ -484,6 +487,23 @@ def _check_empty_match(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     return out
 
 
+_SEARCH_START = regex.compile(r"(?<!\\)(?:\\\\)*\\G")  # \G not preceded by an escaping backslash
+
+
+def _check_search_start(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
+    out = []
+    for d in delims:
+        if d.literal is None and _SEARCH_START.search(d.pattern.pattern):
+            out.append(LintWarning(
+                "search-start-anchor", d.path,
+                f"The pattern {d.shown} uses \\G, which anchors at the position where a search starts. "
+                f"transformers restarts its search at every chunk boundary, so a streamed parse can match where the "
+                f"one-shot parse does not: results change with chunking.",
+                "Anchor on text instead: match the previous delimiter or the start of the stream (^), or drop \\G.",
+            ))
+    return out
+
+
 def _check_anchor(spec: dict, prompt: str, suffix_start: int) -> list[LintWarning]:
     if "start_anchor" in spec:
         raw = spec["start_anchor"]
@@ -645,7 +665,8 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
-        reasoning name, overwrite, delimiter prefixes, missing close, close in JSON, empty matches, start anchor)
+        reasoning name, overwrite, delimiter prefixes, missing close, close in JSON, empty matches, \\G, start
+        anchor)
         and the compatibility section.
 
     Raises:
@@ -661,6 +682,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     warnings += _check_missing_close(spec)
     warnings += _check_close_in_json(spec, delims)
     warnings += _check_empty_match(spec, delims)
+    warnings += _check_search_start(spec, delims)
     gp = generation_prompt_text
     if gp is None and tokenizer is not None:
         try:

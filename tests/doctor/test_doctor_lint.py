@@ -350,3 +350,15 @@ def test_compatibility_asks_the_installed_transformers_when_told():
     c = {x.target: x for x in compatibility(bad, reference=False)}
     assert not c["transformers"].accepted and "engine" in c["transformers"].basis
     assert "per " in lint(CLEAN, reference=False).format()
+
+
+def test_search_start_anchor_triggers_on_backslash_g():
+    spec = clean(g={"open_pattern": r"\G<g>", "close": "</g>", "repeats": True})
+    [w] = only(spec, "search-start-anchor")
+    assert w.path == "fields.g.open_pattern" and "chunk" in w.message
+
+
+def test_search_start_anchor_quiet_for_escaped_backslash_and_plain_patterns():
+    spec = clean(g={"open_pattern": r"\\G<g>", "close_pattern": r"</g>\s*", "repeats": True})
+    assert only(spec, "search-start-anchor") == []
+    assert only(CLEAN, "search-start-anchor") == []
