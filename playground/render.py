@@ -96,7 +96,8 @@ def timeline_window(n: int, max_chars: int, start: int | None) -> tuple[int, int
     return a, a + max_chars
 
 
-def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: int | None = None) -> str:
+def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: int | None = None,
+                  titles: bool = True) -> str:
     """The stream timeline as one HTML string.
 
     Every character of ``view.text[a:b]`` (the window, see :func:`timeline_window`)
@@ -104,7 +105,8 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
     is: ``b`` body / ``d`` delimiter / ``x`` discarded / ``u`` not yet decided,
     ``p`` from the prompt prefix, ``dirty``, ``h`` held back, ``e`` failed region,
     ``cs`` first character of a chunk (``odd`` for odd chunks).  ``data-f`` names
-    the field and ``title`` gives event details for hover.
+    the field and ``title`` gives event details for hover (left out with
+    ``titles=False``, which live updates use to keep each update small).
     """
     text = view.text
     n = len(text)
@@ -134,7 +136,8 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
             cls, fld, title = prev_key
             style = f' style="--c:{field_color(fld)}"' if fld is not None else ""
             data = f' data-f="{_esc(fld)}"' if fld is not None else ""
-            out.append(f'<span class="{cls}"{data}{style} title="{_esc(title)}">{_esc("".join(buf))}</span>')
+            tip = f' title="{_esc(title)}"' if titles else ""
+            out.append(f'<span class="{cls}"{data}{style}{tip}>{_esc("".join(buf))}</span>')
 
     for x, y in zip(points, points[1:]):
         if y <= x:
@@ -181,7 +184,7 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
                 classes.append("e")
                 title += f" · ERROR {er['message']}"
                 break
-        key = (" ".join(classes), fld, title)
+        key = (" ".join(classes), fld, title if titles else "")
         if key != prev_key or "cs" in classes:
             flush()
             buf = []
@@ -266,6 +269,28 @@ def partial_message(events: list[dict]) -> dict:
         else:
             msg.setdefault("_streaming", {})[f] = t
     return msg
+
+
+def clip_strings(value: Any, limit: int = 1500, tail: bool = True) -> Any:
+    """Copy of ``value`` with every string longer than ``limit`` cut to ``limit`` characters
+    (its end when ``tail``, else its start) plus a note of how much was cut; lists longer than
+    ``limit // 30`` items are cut the same way.  Used for live previews of huge messages."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        cut = len(value) - limit
+        return f"[… {cut} characters not shown …]" + value[-limit:] if tail else value[:limit] + f"[… {cut} more …]"
+    if isinstance(value, dict):
+        return {k: clip_strings(v, limit, tail) for k, v in value.items()}
+    if isinstance(value, list):
+        n = max(1, limit // 30)
+        items = value[-n:] if tail else value[:n]
+        out = [clip_strings(v, limit, tail) for v in items]
+        if len(value) > n:
+            note = f"[… {len(value) - n} more items not shown …]"
+            out = [note] + out if tail else out + [note]
+        return out
+    return value
 
 
 def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:

@@ -36,7 +36,7 @@ from .session import (
 )
 
 UPDATE_INTERVAL = 1 / 15  # seconds between streamed UI updates (coalescing)
-STREAM_WINDOW = 3000  # characters of timeline drawn while streaming
+STREAM_WINDOW = 1200  # characters of timeline drawn while streaming (the final state draws more)
 REPLAY_SECONDS = 3.0  # a replay takes at most about this long
 
 EXAMPLE_TOOLS = [
@@ -129,24 +129,63 @@ def history_to_chat(history: list[dict]) -> list[dict]:
         if role == "user":
             out.append({"role": "user", "content": str(m.get("content", ""))})
         elif role == "assistant":
-            out += render.assistant_turn({k: v for k, v in m.items() if k != "_raw"})
+            shown = {k: v for k, v in m.items() if k != "_raw"}
+            out += render.assistant_turn(render.clip_strings(shown, FINAL_TURN_CHARS, tail=False))
         elif role == "tool":
             out.append({"role": "user", "content": f"```\n{m.get('content', '')}\n```",
                         "metadata": {"title": "🛠 Tool result"}})
     return out
 
 
-def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS):
-    """(timeline, legend, events, message, parsed turn, check) for a view."""
-    msg = view.message if view.final else render.partial_message(view.events)
+PREVIEW_INTERVAL = 0.5  # seconds between live updates of the message JSON and chat previews
+STREAM_EVENT_ROWS = 100  # event-log rows sent with live previews
+PREVIEW_CHARS = 1500  # characters per string in live previews
+FINAL_TURN_CHARS = 20000  # characters per string in the final rendered chat turn (the JSON has all)
+
+
+def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS, preview=True):
+    """(timeline, legend, events, message, parsed turn, check) for a view.
+
+    While streaming, the message and chat previews are clipped (huge strings re-rendered as
+    Markdown 15 times a second would freeze the page) and sent only when ``preview`` is true.
+    """
+    if view.final:
+        msg = view.message if view.message is not None else render.partial_message(view.events)
+        shown_msg = msg
+        turn = render.assistant_turn(render.clip_strings(msg, FINAL_TURN_CHARS, tail=False))
+    elif preview:
+        shown_msg = render.clip_strings(render.partial_message(view.events), PREVIEW_CHARS)
+        turn = render.assistant_turn(shown_msg, streaming=True)
+    else:
+        shown_msg = turn = gr.skip()
+    if view.final:
+        events_out = render.events_html(view.events)
+    elif preview:
+        events_out = render.events_html(view.events, limit=STREAM_EVENT_ROWS)
+    else:
+        events_out = gr.skip()
     return (
-        render.timeline_html(view, max_chars=window, start=start),
+        render.timeline_html(view, max_chars=window, start=start, titles=view.final),
         render.legend_html(view.field_names),
-        render.events_html(view.events),
-        msg if msg is not None else {},
-        render.assistant_turn(msg, streaming=not view.final),
+        events_out,
+        shown_msg if shown_msg is not None else {},
+        turn,
         render.check_html(check),
     )
+
+
+class _Throttle:
+    """True at most once per ``interval`` seconds (and on the first call)."""
+
+    def __init__(self, interval: float):
+        self.interval, self.last = interval, 0.0
+
+    def __call__(self) -> bool:
+        now = time.perf_counter()
+        if now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
 
 
 def _blank_visuals(note=""):
@@ -154,8 +193,13 @@ def _blank_visuals(note=""):
 
 
 def _stream(live: LiveParse, chunks, record: list, times: list, delay_fn=None):
-    """Feed chunks into ``live``; yield a view at most every UPDATE_INTERVAL seconds, then the final view."""
+    """Feed chunks into ``live``; yield a view at most every UPDATE_INTERVAL seconds, then the final view.
+
+    The interval stretches to twice the time the consumer took for the previous update, so that
+    rendering a very long stream never takes more than about a third of the time.
+    """
     last = 0.0
+    interval = UPDATE_INTERVAL
     t0 = time.perf_counter()
     for chunk in chunks:
         if not chunk:
@@ -166,9 +210,10 @@ def _stream(live: LiveParse, chunks, record: list, times: list, delay_fn=None):
         times.append(time.perf_counter() - t0)
         live.feed(chunk)
         now = time.perf_counter()
-        if now - last >= UPDATE_INTERVAL:
-            last = now
+        if now - last >= interval:
             yield live.view()
+            last = time.perf_counter()
+            interval = max(UPDATE_INTERVAL, 2 * (last - now))
     live.finalize()
     yield live.view()
 
@@ -404,13 +449,18 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                                top_p=float(tp), seed=None if sd is None else int(sd),
                                                stop_event=stop_event)
                 view = None
+                throttle = _Throttle(PREVIEW_INTERVAL)
                 try:
                     for view in _stream(live, gen, record, times):
                         if view.final:
                             break
-                        turn = render.assistant_turn(render.partial_message(view.events), streaming=True)
-                        yield (gr.skip(), history_to_chat(sess.history) + turn, gr.skip(), gr.skip(),
-                               *_visuals(view, window=STREAM_WINDOW), sess)
+                        if throttle():
+                            vis_out = _visuals(view, window=STREAM_WINDOW)
+                            chat_out = history_to_chat(sess.history) + vis_out[4]
+                        else:
+                            vis_out = _visuals(view, window=STREAM_WINDOW, preview=False)
+                            chat_out = gr.skip()
+                        yield (gr.skip(), chat_out, gr.skip(), gr.skip(), *vis_out, sess)
                 finally:
                     gen.close()
                 stopped = getattr(stop_event, "user_requested", False)
@@ -418,7 +468,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                           tools=tuple(tools) if tools else None, times=tuple(times), source="model")
                 view, chk = finish(sess, live, run)
                 if view.message is not None:
-                    sess.history.append(dict(view.message, _raw=run.text))
+                    sess.history.append(dict(view.message, _raw=run.text))  # the JSON keeps it all
                 else:
                     sess.history.append({"role": "assistant", "content": run.text, "_raw": run.text})
                 calls = (view.message or {}).get("tool_calls") or []
@@ -516,10 +566,11 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             live = LiveParse(tpl_text, run.prefix, list(run.tools) if run.tools else None)
             delay = min(0.02, REPLAY_SECONDS / max(1, len(run.chunks)))
             record, times = [], []
+            throttle = _Throttle(PREVIEW_INTERVAL)
             for view in _stream(live, run.chunks, record, times, delay_fn=lambda: time.sleep(delay)):
                 if view.final:
                     break
-                yield (_status(f"{label}…"), *_visuals(view, window=STREAM_WINDOW), sess)
+                yield (_status(f"{label}…"), *_visuals(view, window=STREAM_WINDOW, preview=throttle()), sess)
             new_run = Run(prefix=run.prefix, chunks=run.chunks, template_text=tpl_text, tools=run.tools,
                           times=run.times, source=run.source)
             view, chk = finish(sess, live, new_run)
