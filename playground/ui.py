@@ -415,6 +415,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                       request: gr.Request):
             """Generator for Send / Send tool result: yields (status, chatbot, user_box, tool_box, *vis, session)."""
             keep = (gr.skip(),) * len(vis)
+            pending_turn = False  # a user/tool turn waiting for its answer (taken back on failure)
             try:
                 if not (text or "").strip():
                     yield (_status("Type a message first." if kind == "user" else "Type a tool result first.",
@@ -431,6 +432,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     sess.history.append({"role": "user", "content": text})
                 else:
                     sess.history.append({"role": "tool", "content": text})
+                pending_turn = True
                 chat = history_to_chat(sess.history) + [{"role": "assistant", "content": "…"}]
                 yield (_status(f"Loading {model_name}…"), chat, "", "", *keep, sess)
                 lm = backends.load_model(model_name, trust_remote_code)
@@ -471,6 +473,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     sess.history.append(dict(view.message, _raw=run.text))  # the JSON keeps it all
                 else:
                     sess.history.append({"role": "assistant", "content": run.text, "_raw": run.text})
+                pending_turn = False
                 calls = (view.message or {}).get("tool_calls") or []
                 note = " A tool was called: answer with a tool result below." if calls else ""
                 errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
@@ -478,6 +481,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 yield (_status(f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}", "ok"),
                        history_to_chat(sess.history), gr.skip(), gr.skip(), *_visuals(view, chk), sess)
             except Exception as e:  # noqa: BLE001 - readable message, never a traceback
+                if pending_turn and sess.history:
+                    sess.history.pop()
                 yield (_status(str(e) if isinstance(e, (backends.ModelLoadError, backends.GenerationError,
                                                         ValueError)) else f"{type(e).__name__}: {e}", "error"),
                        history_to_chat(sess.history), gr.skip(), gr.skip(), *keep, sess)

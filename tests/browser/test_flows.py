@@ -196,3 +196,15 @@ def test_two_sessions_stream_at_once_without_mixing(browser, app_url):
     finally:
         ctx_a.close()
         ctx_b.close()
+
+
+def test_model_failures_are_readable_messages(page):
+    page.fill("#model-box textarea, #model-box input", "no-such-org/no-such-model")
+    page.click("#load-model")
+    wait_status(page, "Could not load", timeout=60000)
+    assert "Traceback" not in page.inner_text("body")
+    # chatting with it says so too, and nothing crashes
+    page.fill("#user-input textarea", "hi")
+    page.click("#send")
+    wait_status(page, "Could not load", timeout=60000)
+    assert "Traceback" not in page.inner_text("body")
