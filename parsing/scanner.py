@@ -36,13 +36,15 @@ OPEN_FIRST = {"open": 0, "close": 1}
 
 
 def guarded(delim: Delimiter, method: str, text: str, *args, timeout: float | None = None, **kwargs) -> Any:
-    """Call ``delim.regex.<method>(text, *args, **kwargs)`` under the time budget.
+    """Call ``delim.regex.<method>(text, *args, **kwargs)`` under the time budget (``pattern=`` overrides the
+    compiled pattern, e.g. with ``delim.attempt_regex``).
 
     Raises:
         PatternTimeoutError: the call ran past ``timeout`` seconds (naming the field and the pattern).
     """
+    pattern = kwargs.pop("pattern", None) or delim.regex
     try:
-        result = getattr(delim.regex, method)(text, *args, timeout=timeout, **kwargs)
+        result = getattr(pattern, method)(text, *args, timeout=timeout, **kwargs)
         if method == "finditer":
             result = list(result)
         return result
@@ -101,7 +103,7 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float 
         reach = delim.max_width + (delim.lookahead or 0)
         lo = max(lo, end - reach)
     for p in range(lo, hi + 1):
-        m = guarded(delim, "fullmatch", buf, p, partial=True, timeout=timeout)
+        m = guarded(delim, "fullmatch", buf, p, partial=True, timeout=timeout, pattern=delim.attempt_regex)
         if m is not None:
             return p
     return None
@@ -146,16 +148,27 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
         else:
             if eos:
                 match = guarded(delim, "search", buf, pos, timeout=timeout)
+                if match is None:
+                    continue
+                start, stop = match.span()
             else:
                 match = guarded(delim, "search", buf, pos, partial=True, timeout=timeout)
-            if match is None:
-                continue
-            start, stop = match.span()
-            if not eos:
-                if match.partial:
-                    hold = min(hold, start)
+                # With \K the reported match starts after text the attempt already consumed; hold from where
+                # the attempt began (the same pattern without \K), or that text could be flushed away.
+                attempt = match if delim.attempt_regex is None else guarded(
+                    delim, "search", buf, pos, partial=True, timeout=timeout, pattern=delim.attempt_regex)
+                if delim.anchored_at_search_start and (attempt is None or attempt.partial or attempt.start() != pos):
+                    # \G matches where a search starts; flushing text would move that start to places an uncut
+                    # stream never searches from. So hold at `pos` until a delimiter commits or the stream ends.
+                    hold = min(hold, pos)
                     continue
-                pending = _pending_start(delim, buf, pos, start, stop, timeout)
+                if attempt is None:
+                    continue
+                if attempt.partial or match is None or match.partial:
+                    hold = min(hold, attempt.start())
+                    continue
+                start, stop = match.span()
+                pending = _pending_start(delim, buf, pos, attempt.start(), stop, timeout)
                 if pending is not None:
                     hold = min(hold, pending)
                     if pending <= start:

@@ -60,6 +60,11 @@ class Delimiter:
         lookbehind: how many characters before the search position the pattern
             may inspect (lookbehinds, ``\\b``), None if unbounded or if it needs
             the true start of the stream (``^``, ``\\A``).
+        attempt_regex: for a pattern with ``\\K`` (which drops the text matched
+            before it from the match), the same pattern without ``\\K``, whose
+            match starts where the attempt began: hold-back must start there.
+        anchored_at_search_start: the pattern uses ``\\G`` (matches where the
+            search starts), so results depend on where scanning resumes.
     """
 
     field: str | None
@@ -73,6 +78,8 @@ class Delimiter:
     lookbehind: int | None = 0
     ordered: tuple[str, ...] = ()
     first_chars: str = ""
+    attempt_regex: Any = None
+    anchored_at_search_start: bool = False
 
     @property
     def is_literal(self) -> bool:
@@ -142,6 +149,11 @@ def _scope_error(path: str, message: str, *, type_error: bool = False, pattern_p
 
 def _join_path(*parts: str) -> str:
     return ".".join(p for p in parts if p)
+
+
+# `\K` / `\G` as regex escapes (preceded by an even number of backslashes).
+_ESCAPE_K = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\K")
+_ESCAPE_G = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\G")
 
 
 def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
@@ -256,8 +268,17 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
             raise _scope_error(where, f"invalid {pattern_key} regex: {exc.msg}", pattern_pos=exc.pos) from exc
-        width, lookahead, lookbehind = _pattern_reach(source)
-        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind)
+        attempt = None
+        reach_source = source
+        if _ESCAPE_K.search(source):
+            reach_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
+            try:
+                attempt = regex.compile(reach_source, regex.DOTALL)
+            except regex.error:
+                attempt, reach_source = None, "(?"  # unknown reach: hold conservatively
+        width, lookahead, lookbehind = _pattern_reach(reach_source)
+        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
+                         attempt_regex=attempt, anchored_at_search_start=bool(_ESCAPE_G.search(source)))
     return None
 
 
