@@ -360,5 +360,9 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "") -> str
             row = f"{i:4d} | {_esc(lines[i - 1])}"
             rows.append(f"<mark>{row}</mark>" if i == line else row)
         snippet = "<pre>" + "\n".join(rows) + "</pre>"
+    # mark the line in the editor itself (CodeMirror draws one .cm-line per line; the rule goes away
+    # with this message once the template is valid again)
+    mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:#fecaca;"
+            f"outline:1px solid #dc2626}}</style>") if line else ""
     return (f'<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" data-path="{_esc(getattr(problem, "path", ""))}">'
-            f'✗ {_esc(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}</div>')
+            f'✗ {_esc(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')

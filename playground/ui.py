@@ -431,7 +431,15 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 if kind == "user":
                     sess.history.append({"role": "user", "content": text})
                 else:
-                    sess.history.append({"role": "tool", "content": text})
+                    turn = {"role": "tool", "content": text}
+                    if sess.pending_tool_calls:  # answer the oldest unanswered call
+                        call = sess.pending_tool_calls.pop(0)
+                        fn = call.get("function", {}) if isinstance(call, dict) else {}
+                        if isinstance(fn, dict) and fn.get("name"):
+                            turn["name"] = fn["name"]
+                        if isinstance(call, dict) and call.get("id"):
+                            turn["tool_call_id"] = call["id"]
+                    sess.history.append(turn)
                 pending_turn = True
                 chat = history_to_chat(sess.history) + [{"role": "assistant", "content": "…"}]
                 yield (_status(f"Loading {model_name}…"), chat, "", "", *keep, sess)
@@ -475,6 +483,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     sess.history.append({"role": "assistant", "content": run.text, "_raw": run.text})
                 pending_turn = False
                 calls = (view.message or {}).get("tool_calls") or []
+                sess.pending_tool_calls = list(calls) if isinstance(calls, list) else [calls]
                 note = " A tool was called: answer with a tool result below." if calls else ""
                 errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
                 word = "Stopped" if stopped else "Done"

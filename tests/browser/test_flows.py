@@ -113,6 +113,10 @@ def test_broken_template_shows_error_then_fix_reparses(page):
                            "'fields.reasoning_content.open_pattern'")
     line = int(page.get_attribute("#tpl-error", "data-line"))
     assert "open_pattern" in json.dumps(broken, indent=2).splitlines()[line - 1]
+    # the faulty line is marked in the editor itself
+    marked = page.evaluate("n => getComputedStyle(document.querySelectorAll('#template .cm-content > .cm-line')"
+                           "[n - 1]).backgroundColor", line)
+    assert marked == "rgb(254, 202, 202)"
     assert "Let me check." in page.inner_text("#timeline")  # the last good parse is still drawn
     # 2. JSON syntax error is shown with its line too
     set_code(page, "template", '{\n  "fields": {,\n}')
