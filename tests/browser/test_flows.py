@@ -212,3 +212,24 @@ def test_model_failures_are_readable_messages(page):
     page.click("#send")
     wait_status(page, "Could not load", timeout=60000)
     assert "Traceback" not in page.inner_text("body")
+
+
+def test_library_dropdown_loads_a_template_and_window_moves(page):
+    from examples import list_families, load_family
+
+    fam = list_families()[-1]
+    page.click("#library-template input")
+    page.keyboard.press("Control+a")
+    page.keyboard.type(fam)
+    page.keyboard.press("Enter")
+    wait_status(page, f"library template for {fam}")
+    page.wait_for_function("t => Array.from(document.querySelectorAll('#template .cm-line'))"
+                           ".map(l => l.textContent).join('\\n').includes(t)",
+                           arg=json.dumps(list(load_family(fam).template["fields"])[0]))
+    assert json.loads(code_text(page, "template")) == load_family(fam).template
+    # a long pasted output shows its end; "Timeline from" moves the window to its start
+    paste_and_parse(page, "HEAD " + "x" * 9000 + " TAIL")
+    assert "TAIL" in page.inner_text("#timeline .tl") and "HEAD" not in page.inner_text("#timeline .tl")
+    page.fill("#timeline-from input, #timeline-from textarea", "0")
+    page.press("#timeline-from input, #timeline-from textarea", "Enter")
+    page.wait_for_function("document.querySelector('#timeline .tl').innerText.startsWith('HEAD')")
