@@ -44,10 +44,11 @@ EXAMPLE_TOOLS = [
         "type": "function",
         "function": {
             "name": "get_weather",
-            "description": "Get the weather for a city",
+            "description": "Get the current weather in a city.",
             "parameters": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "properties": {"city": {"type": "string"},
+                               "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
                 "required": ["city"],
             },
         },

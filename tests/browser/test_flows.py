@@ -95,7 +95,7 @@ def test_live_generation_and_stop(page, app_url):
     page.fill("#tool-result textarea", '{"temperature": 21}')
     page.click("#send-tool-result")
     wait_status(page, "Done", timeout=60000)
-    assert "Tool result" in page.inner_text("#chatbot")
+    page.wait_for_function("document.querySelector('#chatbot').innerText.includes('Tool result')")
     assert page.locator("#chatbot .message-row, #chatbot [data-testid=user]").count() >= 2
 
 
@@ -233,3 +233,32 @@ def test_library_dropdown_loads_a_template_and_window_moves(page):
     page.fill("#timeline-from input, #timeline-from textarea", "0")
     page.press("#timeline-from input, #timeline-from textarea", "Enter")
     page.wait_for_function("document.querySelector('#timeline .tl').innerText.startsWith('HEAD')")
+
+
+def test_tool_call_then_tool_result_continues_with_builtin_model(page):
+    """The built-in model (trained to call tools) is chosen in this session only; greedy decoding."""
+    import pytest
+
+    from examples import builtin_model
+
+    if not builtin_model.available():
+        pytest.skip("the built-in model has not been trained into examples/builtin_model/model")
+    page.fill("#model-box textarea, #model-box input", builtin_model.MODEL_DIR)
+    page.click("#load-model")
+    wait_status(page, "Loaded", timeout=60000)
+    set_max_tokens(page, 160)
+    page.fill("#temperature input[type=number]", "0")
+    page.press("#temperature input[type=number]", "Enter")
+    page.fill("#user-input textarea", "What's the weather in Paris?")
+    page.click("#send")
+    wait_status(page, "A tool was called", timeout=90000)
+    assert "Tool call: get_weather" in page.inner_text("#chatbot")
+    page.wait_for_selector("#check #agree-badge")
+    page.fill("#tool-result textarea", '{"city": "Paris", "temperature": 21, "unit": "celsius", "condition": "sunny"}')
+    before = page.inner_text("#status")
+    page.click("#send-tool-result")
+    page.wait_for_function("([t, old]) => { const s = document.querySelector('#status').innerText;"
+                           " return s.includes(t) && s !== old; }", arg=["Done", before], timeout=90000)
+    page.wait_for_function("() => { const c = document.querySelector('#chatbot').innerText;"
+                           " return c.includes('Tool result') && c.split('Reasoning').length >= 3; }")
+    assert '"content"' in message_json(page)  # the model answered after the tool result
