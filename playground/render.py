@@ -44,6 +44,7 @@ CSS = """
 .tl-note{font-size:12px;color:#555;margin:2px 0}
 .tl-err{color:#991b1b;background:#fee2e2;border:1px solid #fca5a5;border-radius:6px;padding:4px 8px;margin:4px 0;font-size:13px}
 .legend span.sw{display:inline-block;margin:2px 6px 2px 0;padding:0 6px;border-radius:4px;font-size:12px}
+.evlog{max-height:380px;overflow:auto}
 .evlog table{font-size:12px;border-collapse:collapse;width:100%}
 .evlog td,.evlog th{border-bottom:1px solid #eee;padding:1px 4px;text-align:left;vertical-align:top;font-family:ui-monospace,monospace}
 .evlog td.t{max-width:520px;white-space:pre-wrap;word-break:break-all}
