@@ -99,8 +99,12 @@ def _status(msg: str, kind: str = "info") -> str:
             f'{html.escape(msg)}</div>')
 
 
-def _safe(fn):
-    """Wrap a plain handler whose first output is the status line: exceptions become messages."""
+def _safe(fn, n_outputs: int = 1):
+    """Wrap a plain (non-generator) handler whose first output is the status line.
+
+    An exception becomes a readable status message; the other ``n_outputs - 1`` outputs are
+    left unchanged (``gr.skip()``).
+    """
 
     def wrapper(*args, **kwargs):
         try:
@@ -108,18 +112,17 @@ def _safe(fn):
         except Exception as e:  # noqa: BLE001
             msg = str(e) if isinstance(e, (backends.ModelLoadError, backends.GenerationError, ValueError)) \
                 else f"{type(e).__name__}: {e}"
-            return (_status(msg, "error"),) + (gr.skip(),) * (wrapper.n_outputs - 1)
+            if n_outputs == 1:
+                return _status(msg, "error")
+            return (_status(msg, "error"),) + (gr.skip(),) * (n_outputs - 1)
 
-    wrapper.n_outputs = 1
     wrapper.__name__ = getattr(fn, "__name__", "handler")
     wrapper.__doc__ = fn.__doc__
     return wrapper
 
 
 def _with_outputs(fn, n):
-    w = _safe(fn)
-    w.n_outputs = n
-    return w
+    return _safe(fn, n)
 
 
 def history_to_chat(history: list[dict]) -> list[dict]:
@@ -187,10 +190,6 @@ class _Throttle:
             self.last = now
             return True
         return False
-
-
-def _blank_visuals(note=""):
-    return (f'<div class="tl-note">{html.escape(note)}</div>', "", "", {}, [], "")
 
 
 def _stream(live: LiveParse, chunks, record: list, times: list, delay_fn=None):

@@ -1,0 +1,67 @@
+"""UI helpers that need no browser: history rendering, error wrapping, example runs, previews, the panel hook."""
+
+import json
+
+import gradio as gr
+
+from playground import backends, ui
+from playground.session import LiveParse, parse_run
+
+
+def test_history_to_chat_renders_parsed_turns_and_tool_results():
+    hist = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "reasoning_content": "r", "content": "x" * 50000, "_raw": "raw",
+             "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]},
+            {"role": "tool", "content": "42", "name": "f"}]
+    chat = ui.history_to_chat(hist)
+    assert chat[0] == {"role": "user", "content": "hi"}
+    assert chat[1]["metadata"]["title"].endswith("Reasoning")
+    assert "Tool call: f" in chat[2]["metadata"]["title"]
+    assert len(chat[3]["content"]) < 50000 and "more" in chat[3]["content"]  # huge content clipped for display
+    assert chat[-1]["metadata"]["title"].endswith("Tool result")
+
+
+def test_safe_turns_exceptions_into_status_messages():
+    def boom(x):
+        raise backends.ModelLoadError("Could not load 'x': nope")
+
+    out = ui._safe(boom, 3)(1)
+    assert "Could not load" in out[0] and "Traceback" not in out[0]
+    assert len(out) == 3
+    assert "KeyError" in ui._safe(lambda: {}["k"])()
+
+
+def test_example_run_replays_library_transcripts():
+    fams = ui.list_library_families()
+    assert fams
+    names = ui.example_transcript_names(fams[0])
+    run = ui.example_run(fams[0], names[0])
+    assert run.chunks and run.source == "example"
+    view = parse_run(run)
+    assert view.final and view.text.endswith(run.text)
+    try:
+        ui.example_run(fams[0], "no-such-transcript")
+    except ValueError as e:
+        assert "Not in the library" in str(e)
+    else:  # pragma: no cover
+        raise AssertionError("missing transcript accepted")
+
+
+def test_live_previews_are_clipped_and_throttled():
+    live = LiveParse(ui.template_to_text(ui.SKELETON_TEMPLATE), "")
+    live.feed("<think>" + "y" * 10000)
+    vis = ui._visuals(live.view(), window=ui.STREAM_WINDOW)
+    assert len(json.dumps(vis[3])) < 3000  # message preview clipped
+    skipped = ui._visuals(live.view(), window=ui.STREAM_WINDOW, preview=False)
+    assert isinstance(skipped[3], type(gr.skip())) and isinstance(skipped[2], type(gr.skip()))
+    t = ui._Throttle(10)
+    assert t() and not t()
+
+
+def test_build_ui_exposes_the_panel_context(tiny_model_dir):
+    demo = ui.build_ui(tiny_model_dir)
+    ctx = demo.panel_context
+    assert isinstance(ctx, ui.PanelContext)
+    assert ctx.template.elem_id == "template" and ctx.model_box.elem_id == "model-box"
+    assert ctx.load_model(tiny_model_dir) is backends.load_model(tiny_model_dir)
+    assert ctx.trust_remote_code is False
