@@ -1,4 +1,4 @@
-"""Model loading (a shared cache guarded by a lock) and streaming generation.
+"""Model loading (a shared cache guarded by locks) and streaming generation.
 
 Loaded ``(tokenizer, model)`` pairs are shared by all sessions; nothing here
 holds per-user data.  Generation runs ``model.generate`` in a thread feeding a
@@ -54,6 +54,7 @@ class LoadedModel:
 
 _CACHE: dict[tuple[str, bool], LoadedModel] = {}
 _LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple[str, bool], threading.Lock] = {}
 _ACTIVE = 0
 _ACTIVE_LOCK = threading.Lock()
 
@@ -117,7 +118,11 @@ def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
     if not name:
         raise ModelLoadError("Enter a model id (e.g. org/name) or a local folder.")
     key = (name, bool(trust_remote_code))
-    with _LOCK:
+    with _LOCK:  # short: find the cached model or this model's own loading lock
+        if key in _CACHE:
+            return _CACHE[key]
+        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with key_lock:  # one load per model; other models load or serve meanwhile
         if key in _CACHE:
             return _CACHE[key]
         t0 = time.perf_counter()
@@ -141,7 +146,8 @@ def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
         lm = LoadedModel(name=name, tokenizer=tok, model=model, device=str(getattr(model, "device", "cpu")),
                          load_seconds=time.perf_counter() - t0, trust_remote_code=trust_remote_code,
                          info={"parameters": sum(p.numel() for p in model.parameters())})
-        _CACHE[key] = lm
+        with _LOCK:
+            _CACHE[key] = lm
         return lm
 
 

@@ -116,3 +116,17 @@ def test_closing_the_generator_stops_generate(tiny_model_dir):
     while backends.active_generations() and time.time() < deadline:
         time.sleep(0.05)
     assert backends.active_generations() == 0
+
+
+def test_concurrent_loads_share_one_model(tmp_path):
+    from playground.tinymodel import build_tiny_model
+
+    path = str(build_tiny_model(tmp_path / "m"))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(backends.load_model(path))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 3 and all(r is results[0] for r in results)
+    assert path in backends.cached_models()
