@@ -29,27 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .errors import PatternTimeoutError
 from .template import Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
-
-
-def guarded(delim: Delimiter, method: str, text: str, *args, timeout: float | None = None, **kwargs) -> Any:
-    """Call ``delim.regex.<method>(text, *args, **kwargs)`` under the time budget (``pattern=`` overrides the
-    compiled pattern, e.g. with ``delim.attempt_regex``).
-
-    Raises:
-        PatternTimeoutError: the call ran past ``timeout`` seconds (naming the field and the pattern).
-    """
-    pattern = kwargs.pop("pattern", None) or delim.regex
-    try:
-        result = getattr(pattern, method)(text, *args, timeout=timeout, **kwargs)
-        if method == "finditer":
-            result = list(result)
-        return result
-    except TimeoutError:
-        raise PatternTimeoutError(delim.field, delim.kind, delim.source, timeout) from None
 
 
 @dataclass
@@ -103,7 +85,7 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float 
         reach = delim.max_width + (delim.lookahead or 0)
         lo = max(lo, end - reach)
     for p in range(lo, hi + 1):
-        m = guarded(delim, "fullmatch", buf, p, partial=True, timeout=timeout, pattern=delim.attempt_regex)
+        m = delim.run("fullmatch", buf, p, partial=True, timeout=timeout, pattern=delim.attempt_regex)
         if m is not None:
             return p
     return None
@@ -147,16 +129,16 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
                 continue
         else:
             if eos:
-                match = guarded(delim, "search", buf, pos, timeout=timeout)
+                match = delim.run("search", buf, pos, timeout=timeout)
                 if match is None:
                     continue
                 start, stop = match.span()
             else:
-                match = guarded(delim, "search", buf, pos, partial=True, timeout=timeout)
+                match = delim.run("search", buf, pos, partial=True, timeout=timeout)
                 # With \K the reported match starts after text the attempt already consumed; hold from where
                 # the attempt began (the same pattern without \K), or that text could be flushed away.
-                attempt = match if delim.attempt_regex is None else guarded(
-                    delim, "search", buf, pos, partial=True, timeout=timeout, pattern=delim.attempt_regex)
+                attempt = match if delim.attempt_regex is None else delim.run(
+                    "search", buf, pos, partial=True, timeout=timeout, pattern=delim.attempt_regex)
                 if delim.anchored_at_search_start and (attempt is None or attempt.partial or attempt.start() != pos):
                     # \G matches where a search starts; flushing text would move that start to places an uncut
                     # stream never searches from. So hold at `pos` until a delimiter commits or the stream ends.

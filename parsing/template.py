@@ -22,7 +22,7 @@ from typing import Any
 import regex
 
 from .content import CONTENT_PARSERS
-from .errors import TemplateError
+from .errors import PatternTimeoutError, TemplateError
 from .transform import PLACEHOLDER, check_transform_strings
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -85,6 +85,20 @@ class Delimiter:
     def is_literal(self) -> bool:
         return self.literals is not None
 
+    def run(self, method: str, text: str, *args, timeout: float | None = None, pattern: Any = None, **kwargs) -> Any:
+        """Call ``regex.<method>(text, *args, **kwargs)`` on this delimiter's pattern (or ``pattern``, e.g.
+        `attempt_regex`) under the time budget; ``finditer`` results come back as a list.
+
+        Raises:
+            PatternTimeoutError: the call ran past ``timeout`` seconds (naming the field and the pattern).
+        """
+        compiled = pattern if pattern is not None else self.regex
+        try:
+            result = getattr(compiled, method)(text, *args, timeout=timeout, **kwargs)
+            return list(result) if method == "finditer" else result
+        except TimeoutError:
+            raise PatternTimeoutError(self.field, self.kind, self.source, timeout) from None
+
 
 @dataclass(frozen=True)
 class FieldSpec:
@@ -134,8 +148,7 @@ class CompiledTemplate:
         Matches are taken left to right without overlap, like ``finditer``.
         """
         last_end = None
-        from .scanner import guarded
-        for m in guarded(self.start_anchor, "finditer", prefix, timeout=timeout):
+        for m in self.start_anchor.run("finditer", prefix, timeout=timeout):
             last_end = m.end()
         if last_end is None:
             return "", prefix
