@@ -15,7 +15,9 @@ Reported:
   on, absent when off;
 - content_consistent: share of parsed messages whose ``content`` equals the text outside
   every region (the whitespace-between-blocks pitfall would break this);
-- tokens_per_second: generated tokens per second of generation time on CPU.
+- tokens_per_second: generated tokens per second of generation time on CPU;
+- parsers_agree_with_reference: when our ``parsing`` engine is used, the share of generations
+  where it gives the same message (or the same exception type) as the reference.
 
     nice -n 15 python examples/builtin_model/evaluate.py --n 240 --seed 1234
 """
@@ -110,6 +112,9 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
     template = tokenizer.response_template
     parse_response, parser_name = get_parse_response()
+    reference = None
+    if parser_name != "transformers.utils.chat_parsing":
+        from transformers.utils.chat_parsing import parse_response as reference
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     examples = data.make_examples(n, "eval", seed)
@@ -137,6 +142,13 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
             rec["parse_ok"] = False
             rec["error"] = f"{type(e).__name__}: {e}"
             msg = None
+        if reference is not None:  # differential check of our engine against the reference
+            try:
+                ref_out = {"message": reference(text, template, prefix=prompt, tools=ex["tools"])}
+            except Exception as e:  # compare error types too
+                ref_out = {"error": type(e).__name__}
+            ours = {"message": msg} if msg is not None else {"error": rec["error"].split(":")[0]}
+            rec["parsers_agree"] = ours == ref_out
         if msg is not None:
             rec["content_consistent"] = (msg.get("content") or "") == outside_regions(text, ex["thinking"])
             rec["has_reasoning"] = bool(msg.get("reasoning_content"))
@@ -175,8 +187,11 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
         "answers_without_calls": round(sum(1 for r in parsed if r["kind"] != "call" and not r["has_calls"]
                                            and (r["message"].get("content"))) /
                                        max(1, sum(1 for r in parsed if r["kind"] != "call")), 4),
+        "parsers_agree_with_reference": share(records, "parsers_agree") if reference else None,
         "generated_tokens": gen_tokens,
         "tokens_per_second": round(gen_tokens / gen_seconds, 1),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
     }
     return {"metrics": metrics, "records": records}
 
@@ -190,7 +205,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--max-new-tokens", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=None, help="write metrics and records to this JSON file")
+    ap.add_argument("--out", default=None,
+                    help="write the metrics, every failed record and the first 20 records to this JSON file")
     args = ap.parse_args(argv)
     result = evaluate(args.model, args.n, args.seed, args.temperature, args.max_new_tokens, args.threads)
     failures = [r for r in result["records"] if not r["parse_ok"] or r.get("call_problems")
@@ -201,7 +217,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(json.dumps(result["metrics"], indent=2))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        kept = {"metrics": result["metrics"], "failures": failures, "first_records": result["records"][:20]}
+        Path(args.out).write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
     return result["metrics"]
 
 
