@@ -520,14 +520,14 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                  concurrency_id="generate")
 
         def stop(request: gr.Request):
+            # No output: the generation's own final update says "Stopped"; writing the status here
+            # could land after it and hide it.
             ev = _STOP_EVENTS.get(request.session_hash) if request is not None else None
-            if ev is None:
-                return _status("Nothing is generating.")
-            ev.user_requested = True
-            ev.set()
-            return _status("Stopping…")
+            if ev is not None:
+                ev.user_requested = True
+                ev.set()
 
-        stop_btn.click(stop, None, status, concurrency_limit=None)
+        stop_btn.click(stop, None, None, concurrency_limit=None)
 
         def clear(sess: Session):
             sess.history = []
@@ -648,7 +648,9 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 yield (_status(str(e), "error"), gr.skip(), *(gr.skip(),) * len(vis), sess)
                 return
             sess.template_text = run.template_text
-            # set the editor first; the replay then streams with that template
+            # set the editor first; the replay then streams with that template.  The editor's change
+            # event re-parses sess.run: make that the new run, so it can only draw the same result.
+            sess.run = run
             yield (_status(f"Replaying {fam} / {name}…"), run.template_text, *(gr.skip(),) * len(vis), sess)
             try:
                 for out in replay_chunks_of(run, run.template_text, sess, f"Replaying {fam} / {name}"):

@@ -25,8 +25,11 @@ def code_text(page, elem_id):
         elem_id)
 
 
-def message_json(page):
+def message_json(page, expect=None):
+    """The Message tab's text; with ``expect``, first wait until it contains that text."""
     page.click("button[role=tab]:has-text('Message')")
+    if expect is not None:
+        page.wait_for_function("t => document.querySelector('#message').innerText.includes(t)", arg=expect)
     return page.inner_text("#message")
 
 
@@ -39,8 +42,11 @@ def set_max_tokens(page, n):
 
 
 def wait_status(page, text, timeout=30000):
-    page.wait_for_function("t => document.querySelector('#status').innerText.includes(t)", arg=text,
-                           timeout=timeout)
+    try:
+        page.wait_for_function("t => document.querySelector('#status').innerText.includes(t)", arg=text,
+                               timeout=timeout)
+    except Exception as e:
+        raise AssertionError(f"status never said {text!r}; it says {page.inner_text('#status')!r}") from e
 
 
 def paste_and_parse(page, raw, prefix=""):
@@ -101,7 +107,7 @@ def test_live_generation_and_stop(page, app_url):
 
 def test_broken_template_shows_error_then_fix_reparses(page):
     paste_and_parse(page, RAW, PREFIX)
-    assert "Let me check." in message_json(page)
+    message_json(page, "Let me check.")
     good = code_text(page, "template")
     spec = json.loads(good)
     # 1. a regex that does not compile: error with JSON path and line, nothing crashes
@@ -129,7 +135,7 @@ def test_broken_template_shows_error_then_fix_reparses(page):
     set_code(page, "template", json.dumps(fixed, indent=2))
     page.wait_for_selector("#timeline span[data-f=thoughts]")
     page.wait_for_selector("#tpl-ok")
-    assert '"thoughts"' in message_json(page)
+    message_json(page, '"thoughts"')
     # 4. replay re-streams the same chunks with the fixed template
     page.click("#replay")
     wait_status(page, "Replaying: done", timeout=30000)
@@ -148,8 +154,7 @@ def test_paste_mode_and_hostile_text(page):
     paste_and_parse(page, 'ok\n</think>\nHi<tool_call>\n{oops\n</tool_call><|im_end|>', PREFIX)
     page.wait_for_selector("#timeline .tl-err")
     assert page.locator("#timeline span.e").count() >= 1
-    assert '"content": "Hi"' in message_json(page).replace("\n", "").replace('":"', '": "') or \
-        "Hi" in message_json(page)
+    assert '"Hi"' in message_json(page, '"content"')  # the rest of the message still parsed
     # replay of pasted text streams
     page.click("#paste-replay")
     wait_status(page, "done", timeout=30000)
@@ -261,4 +266,4 @@ def test_tool_call_then_tool_result_continues_with_builtin_model(page):
                            " return s.includes(t) && s !== old; }", arg=["Done", before], timeout=90000)
     page.wait_for_function("() => { const c = document.querySelector('#chatbot').innerText;"
                            " return c.includes('Tool result') && c.split('Reasoning').length >= 3; }")
-    assert '"content"' in message_json(page)  # the model answered after the tool result
+    message_json(page, '"content"')  # the model answered after the tool result
