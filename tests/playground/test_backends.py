@@ -130,3 +130,20 @@ def test_concurrent_loads_share_one_model(tmp_path):
         t.join()
     assert len(results) == 3 and all(r is results[0] for r in results)
     assert path in backends.cached_models()
+
+
+def test_prompt_switches_system_and_tools_reach_the_chat_template(tiny_model_dir):
+    lm = backends.load_model(tiny_model_dir)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    on = backends.render_prompt(lm, msgs, tools, {"enable_thinking": True})
+    off = backends.render_prompt(lm, msgs, tools, {"enable_thinking": False})
+    assert on.endswith("<|im_start|>assistant\n<think>\n")
+    assert off.endswith("<think>\n\n</think>\n\n")
+    assert "Be brief." in on and '"get_weather"' in on
+    from playground.session import parse_run, Run, template_to_text
+
+    # with thinking off the prefix closes the reasoning region: the answer is content
+    view = parse_run(Run(prefix=off, chunks=("Hello", "<|im_end|>"),
+                         template_text=template_to_text(lm.tokenizer.response_template)))
+    assert view.message == {"role": "assistant", "content": "Hello"}
