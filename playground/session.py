@@ -201,6 +201,30 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}"
 
 
+_USUAL_NAMES = {
+    "reasoning_content": {"thinking", "reasoning", "thoughts", "think", "reasoning_text", "thought"},
+    "tool_calls": {"tool_call", "tools", "function_calls", "calls", "functions", "tool_use"},
+    "content": {"text", "answer", "response", "final", "message", "output"},
+}
+
+
+def field_name_hints(template_text: str) -> list[str]:
+    """Hints for fields named differently from the keys chat templates read
+    (``reasoning_content``, ``tool_calls``, ``content``); [] when none or unparsable."""
+    try:
+        fields = json.loads(template_text).get("fields", {})
+    except (ValueError, AttributeError):
+        return []
+    hints = []
+    for usual, aliases in _USUAL_NAMES.items():
+        if usual in fields:
+            continue
+        for name in fields:
+            if name.lower() in aliases:
+                hints.append(f"field '{name}': chat templates read '{usual}'")
+    return hints
+
+
 def parse_tools(text: str | None) -> list | None:
     """Parse the tools editor text: a JSON list of tool schemas, or empty for None.
 

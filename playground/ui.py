@@ -31,6 +31,7 @@ from .session import (
     LiveParse,
     Run,
     Session,
+    field_name_hints,
     parse_run,
     parse_tools,
     reference_check,
@@ -555,12 +556,13 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 sess.template_text = text
                 return (render.template_status_html(p, text), *(gr.skip(),) * len(vis), sess)
             sess.template_text = text
+            hints = "".join(f" · {h}" for h in field_name_hints(text))
             if sess.run is None:
-                return (render.template_status_html(None), *(gr.skip(),) * len(vis), sess)
+                return (render.template_status_html(None, ok_note=hints), *(gr.skip(),) * len(vis), sess)
             view = parse_run(sess.run, text)
             chk = reference_check(sess.run, view, text)
             sess.view, sess.check = view, chk
-            return (render.template_status_html(None, ok_note=" · re-parsed the last run"),
+            return (render.template_status_html(None, ok_note=" · re-parsed the last run" + hints),
                     *_visuals(view, chk, start=_start(start)), sess)
 
         template.change(_with_outputs(on_template, 2 + len(vis)), [template, session, timeline_from],

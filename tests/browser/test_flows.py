@@ -135,6 +135,7 @@ def test_broken_template_shows_error_then_fix_reparses(page):
     set_code(page, "template", json.dumps(fixed, indent=2))
     page.wait_for_selector("#timeline span[data-f=thoughts]")
     page.wait_for_selector("#tpl-ok")
+    assert "chat templates read 'reasoning_content'" in page.inner_text("#template-status")
     message_json(page, '"thoughts"')
     # 4. replay re-streams the same chunks with the fixed template
     page.click("#replay")

@@ -103,3 +103,13 @@ def test_parse_tools():
         parse_tools("[{")
     with pytest.raises(ValueError, match="list"):
         parse_tools('{"a": 1}')
+
+
+def test_field_name_hints_point_at_the_usual_keys():
+    from playground.session import field_name_hints
+
+    spec = json.loads(TPL)
+    assert field_name_hints(TPL) == []
+    spec["fields"]["thinking"] = spec["fields"].pop("reasoning_content")
+    assert field_name_hints(json.dumps(spec)) == ["field 'thinking': chat templates read 'reasoning_content'"]
+    assert field_name_hints("{not json") == []
