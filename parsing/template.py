@@ -408,18 +408,27 @@ def load_template(template: Any) -> CompiledTemplate:
             template = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TemplateError(f"not valid JSON: {exc.msg}", "", line=exc.lineno, column=exc.colno) from exc
+        except RecursionError:
+            raise TemplateError("the JSON is nested too deeply to be a response template") from None
         try:
             return _validate_dict(template)
         except TemplateError as exc:
             line, column = locate_json_path(text, exc.path)
             raise exc.located(line, column) from exc
+        except RecursionError:
+            raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
     try:
         size = len(json.dumps(template, default=str))
     except (TypeError, ValueError):
         size = 0
+    except RecursionError:
+        raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
     if size > MAX_TEMPLATE_JSON_CHARS:
         raise TemplateError(f"templates larger than {MAX_TEMPLATE_JSON_CHARS} characters of JSON are refused")
-    return _validate_dict(template)
+    try:
+        return _validate_dict(template)
+    except RecursionError:
+        raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
 
 
 _PATH_TOKEN = _stdlib_re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -89,3 +89,14 @@ def test_prefix_none_and_finalize_twice():
         parser.feed("x")
     with pytest.raises(RuntimeError):
         parser.finalize()
+
+
+def test_deeply_nested_templates_get_a_template_error():
+    with pytest.raises(TemplateError) as info:
+        load_template("[" * 5000 + "]" * 5000)
+    assert "nested too deeply" in str(info.value)
+    transform: object = "{content}"
+    for _ in range(5000):
+        transform = [transform]
+    with pytest.raises(TemplateError):
+        load_template({"start_anchor": "X", "fields": {"x": {"open": "<x>", "transform": transform}}})
