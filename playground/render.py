@@ -49,6 +49,7 @@ CSS = """
 .evlog td,.evlog th{border-bottom:1px solid #eee;padding:1px 4px;text-align:left;vertical-align:top;font-family:ui-monospace,monospace}
 .evlog td.t{max-width:520px;white-space:pre-wrap;word-break:break-all}
 .badge-ok{color:#065f46;background:#d1fae5;border-radius:6px;padding:4px 8px;display:inline-block}
+.badge-skip{color:#92400e;background:#fef3c7;border-radius:6px;padding:4px 8px;display:inline-block}
 .badge-bad{color:#991b1b;background:#fee2e2;border-radius:6px;padding:4px 8px}
 .tpl-ok{color:#065f46}.tpl-bad{color:#991b1b;background:#fee2e2;border-radius:6px;padding:4px 8px}
 .tpl-bad pre{margin:4px 0;background:#fff;padding:4px}
@@ -332,9 +333,12 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
 
 
 def check_html(check: dict | None) -> str:
-    """Badge when our parse agrees with the transformers reference, else the differences."""
+    """Badge when our parse agrees with the transformers reference, a note when the check was
+    skipped (time budget), else the differences."""
     if not check:
         return ""
+    if check.get("skipped"):
+        return f'<span class="badge-skip" id="check-skipped">{_esc(check["skipped"])}</span>'
     if check.get("agree"):
         extra = " (both report an error)" if check.get("ref_error") else ""
         return f'<span class="badge-ok" id="agree-badge">✓ agrees with transformers parser{extra}</span>'

@@ -125,7 +125,8 @@ class LiveParse:
             self.parser = None
             self.failed = True
             self.unparsed = self.prefix
-            self.errors.append({"message": _describe(e), "start": 0, "end": len(self.prefix), "field": None})
+            self.errors.append({"message": _describe(e), "start": 0, "end": len(self.prefix), "field": None,
+                                "timeout": isinstance(e, engine.PatternTimeoutError)})
 
     def _text_len(self) -> int:
         return len(self.parser.stream_text) if self.parser is not None else 0
@@ -161,7 +162,8 @@ class LiveParse:
         self.failed = True
         held = self.parser.held() if hasattr(self.parser, "held") else (self._text_len(),) * 2
         start = min(held[0], self._text_len())
-        self.errors.append({"message": _describe(e), "start": start, "end": self._text_len(), "field": None})
+        self.errors.append({"message": _describe(e), "start": start, "end": self._text_len(), "field": None,
+                            "timeout": isinstance(e, engine.PatternTimeoutError)})
 
     def finalize(self) -> None:
         """End the stream: flush, close regions, compute the message (unless failed)."""
@@ -271,10 +273,16 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None)
     """Compare our parse of ``run`` with the installed transformers parser fed the same chunks.
 
     Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None,
-    "differences": [str, ...]}``; never raises.
+    "differences": [str, ...], "skipped": str | None}``; never raises.  The reference runs under
+    a total time budget (``engine.REFERENCE_BUDGET_S``): past it, or when our own parse hit a
+    pattern timeout, the check is skipped (``skipped`` says why, ``agree`` is False, no differences).
     """
     text = template_text if template_text is not None else run.template_text
-    result = {"agree": False, "ref_message": None, "ref_error": None, "differences": []}
+    result = {"agree": False, "ref_message": None, "ref_error": None, "differences": [], "skipped": None}
+    if any(e.get("timeout") for e in view.errors):
+        result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
+                             "time limit, so the transformers parser was not run")
+        return result
     ref_events: list[dict] = []
     try:
         spec = json.loads(text)
@@ -285,6 +293,10 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None)
         message, final = ref.finalize()
         ref_events += final
         result["ref_message"] = message
+    except engine.ReferenceTimeout as e:
+        result["skipped"] = (f"reference check skipped: the transformers parser exceeded the time budget "
+                             f"({e.budget:g}s) on this template")
+        return result
     except Exception as e:  # noqa: BLE001
         result["ref_error"] = _describe(e)
     diffs = result["differences"]

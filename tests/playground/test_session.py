@@ -113,3 +113,40 @@ def test_field_name_hints_point_at_the_usual_keys():
     spec["fields"]["thinking"] = spec["fields"].pop("reasoning_content")
     assert field_name_hints(json.dumps(spec)) == ["field 'thinking': chat templates read 'reasoning_content'"]
     assert field_name_hints("{not json") == []
+
+
+def _catastrophic_run():
+    spec = json.loads(TPL)
+    spec["fields"]["reasoning_content"] = {"open": "<think>", "close_pattern": "(a|aa)+$"}
+    out = "<think>\n" + "a" * 40 + "b</think>"
+    return Run(prefix="<|im_start|>assistant\n", chunks=split_tokenish(out), template_text=json.dumps(spec))
+
+
+def test_reference_check_skips_quickly_when_our_parse_timed_out():
+    import time
+
+    run = _catastrophic_run()
+    view = parse_run(run)
+    assert any(e.get("timeout") for e in view.errors)
+    t0 = time.monotonic()
+    chk = reference_check(run, view)
+    assert time.monotonic() - t0 < 1.0
+    assert chk["skipped"] and not chk["agree"] and not chk["differences"]
+
+
+def test_reference_check_runs_transformers_under_a_time_budget():
+    import time
+
+    from playground.render import check_html
+    from playground.session import ParseView
+
+    run = _catastrophic_run()
+    t0 = time.monotonic()
+    chk = reference_check(run, ParseView(final=True))  # a view without our timeout: the reference runs
+    took = time.monotonic() - t0
+    assert took < engine.REFERENCE_BUDGET_S + 2, took
+    assert chk["skipped"] == ("reference check skipped: the transformers parser exceeded the time budget "
+                              f"({engine.REFERENCE_BUDGET_S:g}s) on this template")
+    assert not chk["differences"] and chk["ref_error"] is None
+    html_ = check_html(chk)
+    assert "exceeded the time budget" in html_ and "Traceback" not in html_ and "differs" not in html_
