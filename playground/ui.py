@@ -156,6 +156,7 @@ def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS, pre
 
     While streaming, the message and chat previews are clipped (huge strings re-rendered as
     Markdown 15 times a second would freeze the page) and sent only when ``preview`` is true.
+    For a final view the message and parsed turn are ``gr.update(value=...)`` (full replacements).
     """
     if view.final:
         msg = view.message if view.message is not None else render.partial_message(view.events)
@@ -172,11 +173,17 @@ def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS, pre
         events_out = render.events_html(view.events, limit=STREAM_EVENT_ROWS)
     else:
         events_out = gr.skip()
+    shown_msg = shown_msg if shown_msg is not None else {}
+    if view.final:
+        # The final state goes out as full replacements: Gradio streams diffs after the first yield,
+        # and the browser applies a dict/list diff in place to the object the component already
+        # shows, which can leave the last live preview on screen after "Done".
+        shown_msg, turn = gr.update(value=shown_msg), gr.update(value=turn)
     return (
         render.timeline_html(view, max_chars=window, start=start, titles=view.final),
         render.legend_html(view.field_names),
         events_out,
-        shown_msg if shown_msg is not None else {},
+        shown_msg,
         turn,
         render.check_html(check),
     )
@@ -492,7 +499,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
                 word = "Stopped" if stopped else "Done"
                 yield (_status(f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}", "ok"),
-                       history_to_chat(sess.history), gr.skip(), gr.skip(), *_visuals(view, chk), sess)
+                       gr.update(value=history_to_chat(sess.history)), gr.skip(), gr.skip(),
+                       *_visuals(view, chk), sess)
             except Exception as e:  # noqa: BLE001 - readable message, never a traceback
                 if pending_turn and sess.history:
                     sess.history.pop()

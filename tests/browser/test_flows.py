@@ -267,4 +267,7 @@ def test_tool_call_then_tool_result_continues_with_builtin_model(page):
                            " return s.includes(t) && s !== old; }", arg=["Done", before], timeout=90000)
     page.wait_for_function("() => { const c = document.querySelector('#chatbot').innerText;"
                            " return c.includes('Tool result') && c.split('Reasoning').length >= 3; }")
-    message_json(page, '"content"')  # the model answered after the tool result
+    # the final state is drawn together with "Done" (no waiting for a later refresh)
+    page.wait_for_selector(FINAL)
+    msg = message_json(page)
+    assert '"content"' in msg and '"role"' in msg, msg  # the model answered after the tool result

@@ -65,3 +65,44 @@ def test_build_ui_exposes_the_panel_context(tiny_model_dir):
     assert ctx.template.elem_id == "template" and ctx.model_box.elem_id == "model-box"
     assert ctx.load_model(tiny_model_dir) is backends.load_model(tiny_model_dir)
     assert ctx.trust_remote_code is False
+
+
+def _handler(demo, name):
+    for fn in demo.fns.values():
+        if getattr(fn.fn, "__name__", "") == name:
+            return fn.fn
+    raise AssertionError(f"no handler {name}")
+
+
+def _is_full_update(value):
+    return isinstance(value, dict) and value.get("__type__") == "update" and "value" in value
+
+
+def test_last_yield_of_a_replay_carries_the_whole_final_state(tiny_model_dir):
+    """Done status, final timeline, and the final message and parsed turn as full replacements."""
+    from playground.session import Session
+
+    demo = ui.build_ui(tiny_model_dir)
+    raw = "Hmm " * 200 + "\n</think>\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>"
+    prefix = "<|im_start|>assistant\n<think>\n"
+    tpl = ui.template_to_text(ui.SKELETON_TEMPLATE)
+    outs = list(_handler(demo, "paste_replay")(raw, prefix, "", tpl, Session()))
+    status, timeline, _legend, events, message, turn, _check, _sess = outs[-1]
+    assert "done" in status and 'data-status="final"' in timeline and "<table>" in events
+    assert _is_full_update(message) and message["value"]["role"] == "assistant"
+    assert message["value"]["tool_calls"][0]["function"]["name"] == "f"
+    assert _is_full_update(turn) and any("Sure." in str(m.get("content")) for m in turn["value"])
+
+
+def test_last_yield_of_a_live_generation_carries_the_whole_final_state(tiny_model_dir):
+    from playground.session import Session
+
+    demo = ui.build_ui(tiny_model_dir)
+    tpl = ui.template_to_text(ui.SKELETON_TEMPLATE)
+    outs = list(_handler(demo, "send_user")("hello", Session(), tiny_model_dir, "", "", False, 30, 1.0, 1.0, 0,
+                                            tpl, None))
+    status, chat, _u, _t, timeline, _legend, events, message, turn, _check, _sess = outs[-1]
+    assert "Done" in status and 'data-status="final"' in timeline
+    assert _is_full_update(chat) and chat["value"][0] == {"role": "user", "content": "hello"}
+    assert _is_full_update(message) and message["value"].get("role") == "assistant"
+    assert _is_full_update(turn)
