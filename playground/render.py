@@ -31,6 +31,7 @@ EVENT_ROWS = 300
 CSS = """
 #timeline .tl{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;white-space:pre-wrap;
  word-break:break-all;line-height:1.9;max-height:460px;overflow:auto;padding:6px;border:1px solid #ddd;border-radius:6px;color:#111;background:#fff}
+#timeline .tl span,.evlog td.t{unicode-bidi:isolate}
 #timeline .tl span.b{background:color-mix(in srgb,var(--c) 20%,transparent);border-bottom:2px solid var(--c)}
 #timeline .tl span.d{background:var(--c);color:#fff;border-radius:4px;padding:0 1px;font-weight:600}
 #timeline .tl span.x{color:#888;text-decoration:line-through}
@@ -67,8 +68,21 @@ def field_color(name: str | None) -> str:
     return _PALETTE[h % len(_PALETTE)]
 
 
+# Bidi controls (embeddings/overrides U+202A-U+202E, isolates U+2066-U+2069, marks U+200E/U+200F and
+# U+061C) would reorder the following text on screen, e.g. show "<tool_call>" as "<llac_loot>".
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_BIDI_TABLE = {ord(c): f"⟨U+{ord(c):04X}⟩" for c in BIDI_CONTROLS}
+
+
+def show_bidi(s: str) -> str:
+    """``s`` with every bidi control character replaced by a visible marker such as ``⟨U+202E⟩``.
+
+    Display only: apply it after slicing by offsets, so spans stay consistent with the text."""
+    return s.translate(_BIDI_TABLE)
+
+
 def _esc(s: Any) -> str:
-    return html.escape(str(s), quote=True)
+    return html.escape(show_bidi(str(s)), quote=True)
 
 
 def _clip(s: str, n: int = 200) -> str:
@@ -295,19 +309,36 @@ def clip_strings(value: Any, limit: int = 1500, tail: bool = True) -> Any:
     return value
 
 
+def md_text(s: Any) -> str:
+    """Model or user text for a Markdown chat bubble, shown literally: HTML is escaped (so ``<b>``,
+    ``<img>``, ``<style>`` appear as written) and bidi controls are made visible."""
+    return html.escape(show_bidi(str(s)), quote=False)
+
+
+def md_code(body: str, lang: str = "") -> str:
+    """``body`` in a fenced code block whose fence is longer than any backtick run inside it."""
+    longest = cur = 0
+    for ch in body:
+        cur = cur + 1 if ch == "`" else 0
+        longest = max(longest, cur)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{show_bidi(body)}\n{fence}"
+
+
 def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
     """A parsed message as chat-bubble dicts for a messages-format chatbot.
 
     Reasoning becomes a collapsible bubble (``metadata.title``), each tool call
     a card-like bubble with its JSON arguments, other unknown fields a bubble
-    with their JSON, and ``content`` a plain bubble.
+    with their JSON, and ``content`` a plain bubble.  Model text is shown
+    literally: HTML-escaped in bubbles and titles, JSON in fenced code blocks.
     """
     if not message:
         return [{"role": "assistant", "content": "…" if streaming else "(empty message)"}]
     out = []
     reasoning = message.get("reasoning_content")
     if reasoning:
-        out.append({"role": "assistant", "content": str(reasoning),
+        out.append({"role": "assistant", "content": md_text(reasoning),
                     "metadata": {"title": "💭 Reasoning", "status": "pending" if streaming and not message.get("content") else "done"}})
     calls = message.get("tool_calls")
     if calls and isinstance(calls, (list, dict, str)):
@@ -316,17 +347,18 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
             name = fn.get("name", "?") if isinstance(fn, dict) else "?"
             args = fn.get("arguments") if isinstance(fn, dict) else call
             body = json.dumps(args if args is not None else call, ensure_ascii=False, indent=2, default=str)
-            out.append({"role": "assistant", "content": f"```json\n{body}\n```",
-                        "metadata": {"title": f"🔧 Tool call: {name}"}})
+            out.append({"role": "assistant", "content": md_code(body, "json"),
+                        "metadata": {"title": f"🔧 Tool call: {md_text(name)}"}})
     for k, v in message.items():
         if k in ("role", "content", "reasoning_content", "tool_calls", "_streaming"):
             continue
         body = json.dumps(v, ensure_ascii=False, indent=2, default=str)
-        out.append({"role": "assistant", "content": f"```json\n{body}\n```", "metadata": {"title": f"field: {k}"}})
+        out.append({"role": "assistant", "content": md_code(body, "json"),
+                    "metadata": {"title": f"field: {md_text(k)}"}})
     content = message.get("content")
     if content:
-        out.append({"role": "assistant", "content": content if isinstance(content, str)
-                    else json.dumps(content, ensure_ascii=False, default=str)})
+        out.append({"role": "assistant", "content": md_text(content) if isinstance(content, str)
+                    else md_code(json.dumps(content, ensure_ascii=False, default=str), "json")})
     if not out:
         out.append({"role": "assistant", "content": "…" if streaming else "(empty message)"})
     return out

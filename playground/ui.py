@@ -135,12 +135,12 @@ def history_to_chat(history: list[dict]) -> list[dict]:
     for m in history:
         role = m.get("role")
         if role == "user":
-            out.append({"role": "user", "content": str(m.get("content", ""))})
+            out.append({"role": "user", "content": render.md_text(m.get("content", ""))})
         elif role == "assistant":
             shown = {k: v for k, v in m.items() if k != "_raw"}
             out += render.assistant_turn(render.clip_strings(shown, FINAL_TURN_CHARS, tail=False))
         elif role == "tool":
-            out.append({"role": "user", "content": f"```\n{m.get('content', '')}\n```",
+            out.append({"role": "user", "content": render.md_code(str(m.get("content", ""))),
                         "metadata": {"title": "🛠 Tool result"}})
     return out
 

@@ -44,3 +44,24 @@ def test_live_generation_final_message_arrives_with_done_status(page):
     snap = _snapshot(page)
     assert snap["tl"] == "final", snap
     assert '"role"' in snap["message"] and '"assistant"' in snap["message"], snap
+
+
+def test_parsed_turn_shows_model_html_literally(page):
+    raw = ('<b>bold</b> <a href="https://example.com">link</a>\n</think>\nSee <img src=x> '
+           '<style>body{display:none}</style><tool_call>\n{"name": "<script>alert(4)</script>", "arguments": {}}'
+           '\n</tool_call><|im_end|>')
+    page.click("button[role=tab]:has-text('Paste')")
+    page.fill("#paste-raw textarea", raw)
+    page.fill("#paste-prefix textarea", PREFIX)
+    page.click("#paste-parse")
+    page.wait_for_selector("#timeline .tl[data-status=final]")
+    page.click("button[role=tab]:has-text('Parsed turn')")
+    page.wait_for_function("document.querySelector('#parsed-turn') && "
+                           "document.querySelector('#parsed-turn').innerText.includes('Tool call')")
+    turn = page.inner_text("#parsed-turn")
+    assert "Tool call: <script>alert(4)</script>" in turn, turn
+    assert "See <img src=x> <style>body{display:none}</style>" in turn, turn
+    # the reasoning bubble is collapsed by default: open it
+    page.click("#parsed-turn :text('Reasoning')")
+    page.wait_for_function("document.querySelector('#parsed-turn').innerText.includes('<b>bold</b>')")
+    assert page.locator("#parsed-turn b, #parsed-turn img, #parsed-turn a[href='https://example.com']").count() == 0

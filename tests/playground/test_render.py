@@ -144,7 +144,33 @@ def test_assistant_turn_renders_reasoning_and_tool_cards():
     turn = render.assistant_turn(msg)
     assert turn[0]["metadata"]["title"].endswith("Reasoning")
     assert any("get_weather" in t.get("metadata", {}).get("title", "") for t in turn)
-    assert turn[-1]["content"] == "<b>hi</b>"
+    assert turn[-1]["content"] == "&lt;b&gt;hi&lt;/b&gt;"  # shown as written, not as bold
+
+
+HOSTILE = ['<b>bold</b>', '<img src=x onerror="alert(1)">', '<a href="javascript:alert(2)">link</a>',
+           '<style>body{display:none}</style>', '<script>alert(3)</script>']
+
+
+def test_assistant_turn_shows_hostile_model_text_literally():
+    import html as html_mod
+
+    name = "<script>alert(4)</script>"
+    for text in HOSTILE:
+        msg = {"reasoning_content": text, "content": text, "extra": text,
+               "tool_calls": [{"type": "function", "function": {"name": name, "arguments": {"x": text + "```"}}}]}
+        turn = render.assistant_turn(msg)
+        reasoning, call, extra, content = turn
+        for bubble in (reasoning, content):
+            assert "<" not in bubble["content"] and html_mod.unescape(bubble["content"]) == text
+        assert call["metadata"]["title"] == "🔧 Tool call: &lt;script&gt;alert(4)&lt;/script&gt;"
+        # JSON goes in a code block whose fence the text cannot close
+        fence = call["content"].split("json", 1)[0]
+        assert len(fence) >= 4 and call["content"].endswith("\n" + fence)
+        assert extra["content"].startswith("```json\n")
+    chat = __import__("playground.ui", fromlist=["history_to_chat"]).history_to_chat(
+        [{"role": "user", "content": "<b>me</b>"}, {"role": "tool", "content": "```\n<img src=x>"}])
+    assert chat[0]["content"] == "&lt;b&gt;me&lt;/b&gt;"
+    assert chat[1]["content"].startswith("````\n")
 
 
 def test_check_badge_and_diff():
@@ -165,3 +191,25 @@ def test_template_status_shows_path_and_line():
         raise AssertionError("bad regex accepted")
     assert 'data-path="fields.a.open_pattern"' in out
     assert 'data-line="4"' in out and "<mark>" in out
+
+
+def test_bidi_controls_are_shown_as_markers_everywhere():
+    rlo = "\u202e"
+    raw = f"x{rlo}y\n</think>\nok<tool_call>\n{{\"name\": \"f\", \"arguments\": {{}}}}\n</tool_call><|im_end|>"
+    view = parse_run(_run(raw))
+    tl = render.timeline_html(view)
+    controls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    assert not any(c in tl for c in controls)
+    import re
+
+    shown = re.sub(r"<[^>]*>", "", tl)
+    assert "x⟨U+202E⟩y" in shown and "&lt;tool_call&gt;" in shown
+    assert view.text.count(rlo) == 1 and f"data-len=\"{len(view.text)}\"" in tl  # offsets unchanged
+    ev = render.events_html(view.events)
+    assert "⟨U+202E⟩" in ev and rlo not in ev
+    turn = render.assistant_turn({"reasoning_content": "a" + controls, "content": f"b{rlo}c",
+                                  "tool_calls": [{"function": {"name": f"n{rlo}", "arguments": {"k": rlo}}}]})
+    flat = json.dumps(turn, ensure_ascii=False)
+    assert not any(c in flat for c in controls)
+    assert "⟨U+2066⟩" in flat and "⟨U+061C⟩" in flat and "⟨U+200F⟩" in flat
+    assert render.show_bidi("plain עברית") == "plain עברית"
