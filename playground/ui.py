@@ -502,11 +502,20 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                        gr.update(value=history_to_chat(sess.history)), gr.skip(), gr.skip(),
                        *_visuals(view, chk), sess)
             except Exception as e:  # noqa: BLE001 - readable message, never a traceback
-                if pending_turn and sess.history:
-                    sess.history.pop()
-                yield (_status(str(e) if isinstance(e, (backends.ModelLoadError, backends.GenerationError,
-                                                        ValueError)) else f"{type(e).__name__}: {e}", "error"),
-                       history_to_chat(sess.history), gr.skip(), gr.skip(), *keep, sess)
+                restore = gr.skip()
+                if pending_turn:
+                    if sess.history:
+                        sess.history.pop()
+                    restore = text  # the box was cleared when the turn was sent: give the text back
+                if isinstance(e, backends.ModelLoadError):
+                    msg = f"No model loaded: {str(e).rstrip('.')}. Load a model first; your message was kept."
+                elif isinstance(e, (backends.GenerationError, ValueError)):
+                    msg = str(e)
+                else:
+                    msg = f"{type(e).__name__}: {e}"
+                yield (_status(msg, "error"), history_to_chat(sess.history),
+                       restore if kind == "user" else gr.skip(), restore if kind != "user" else gr.skip(),
+                       *keep, sess)
             finally:
                 if request is not None and request.session_hash:
                     _STOP_EVENTS.pop(request.session_hash, None)

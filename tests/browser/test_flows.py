@@ -216,8 +216,9 @@ def test_model_failures_are_readable_messages(page):
     # chatting with it says so too, and nothing crashes
     page.fill("#user-input textarea", "hi")
     page.click("#send")
-    wait_status(page, "Could not load", timeout=60000)
+    wait_status(page, "No model loaded: Could not load", timeout=60000)
     assert "Traceback" not in page.inner_text("body")
+    assert page.input_value("#user-input textarea") == "hi"  # the message is kept to send again
 
 
 def test_library_dropdown_loads_a_template_and_window_moves(page):

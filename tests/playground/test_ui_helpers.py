@@ -106,3 +106,20 @@ def test_last_yield_of_a_live_generation_carries_the_whole_final_state(tiny_mode
     assert _is_full_update(chat) and chat["value"][0] == {"role": "user", "content": "hello"}
     assert _is_full_update(message) and message["value"].get("role") == "assistant"
     assert _is_full_update(turn)
+
+
+def test_send_with_a_model_that_fails_to_load_says_why_and_keeps_the_text(tiny_model_dir):
+    from playground.session import Session
+
+    demo = ui.build_ui(tiny_model_dir)
+    tpl = ui.template_to_text(ui.SKELETON_TEMPLATE)
+    sess = Session()
+    outs = list(_handler(demo, "send_user")("keep me", sess, "no-such-org/x", "", "", False, 30, 1.0, 1.0, 0,
+                                            tpl, None))
+    status, chat, user_box, tool_box = outs[-1][:4]
+    assert "No model loaded:" in status and "no-such-org/x" in status and "Load a model first" in status
+    assert "Traceback" not in status
+    assert user_box == "keep me" and sess.history == [] and chat == []
+    outs = list(_handler(demo, "send_tool")("42", sess, "no-such-org/x", "", "", False, 30, 1.0, 1.0, 0,
+                                            tpl, None))
+    assert outs[-1][3] == "42" and "No model loaded" in outs[-1][0]
