@@ -700,8 +700,15 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         def move_window(start, sess: Session):
             if sess.view is None:
-                return (gr.skip(),) * 2
-            return _status("Timeline window moved."), render.timeline_html(sess.view, start=_start(start))
+                return _status("Nothing parsed yet: there is no timeline to move.", "error"), gr.skip()
+            n = len(sess.view.text)
+            try:
+                a = parse_timeline_start(start, n)
+            except ValueError as e:
+                return _status(str(e), "error"), gr.skip()
+            lo, hi = render.timeline_window(n, render.TIMELINE_MAX_CHARS, a)
+            return (_status(f"Timeline shows characters {lo}–{hi} of {n}."),
+                    render.timeline_html(sess.view, start=a))
 
         timeline_from.submit(_with_outputs(move_window, 2), [timeline_from, session], [status, timeline])
 
@@ -747,6 +754,22 @@ def _doctor_module():
     except Exception:  # noqa: BLE001 - a broken module: no tab rather than no app
         return None
     return mod if hasattr(mod, "build_doctor_panel") else None
+
+
+def parse_timeline_start(value, length: int) -> int | None:
+    """The "Timeline from" box as a character offset: None when empty (show the end), else a
+    whole number from 0 to ``length``.  Raises ValueError with a message for the user otherwise."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return None
+    hint = f"Enter a whole number from 0 to {length}, or leave it empty to show the end."
+    if not text.isascii() or not text.isdigit():
+        shown = text if len(text) <= 30 else text[:30] + "…"
+        raise ValueError(f"Timeline from: {shown!r} is not a character position. {hint}")
+    if len(text) > 18 or int(text) > length:
+        raise ValueError(f"Timeline from: {text if len(text) <= 30 else text[:30] + '…'} is past the end of "
+                         f"the text ({length} characters). {hint}")
+    return int(text)
 
 
 def _start(value) -> int | None:

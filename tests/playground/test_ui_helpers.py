@@ -123,3 +123,31 @@ def test_send_with_a_model_that_fails_to_load_says_why_and_keeps_the_text(tiny_m
     outs = list(_handler(demo, "send_tool")("42", sess, "no-such-org/x", "", "", False, 30, 1.0, 1.0, 0,
                                             tpl, None))
     assert outs[-1][3] == "42" and "No model loaded" in outs[-1][0]
+
+
+def test_timeline_from_is_validated():
+    import pytest
+
+    assert ui.parse_timeline_start("", 100) is None and ui.parse_timeline_start(None, 100) is None
+    assert ui.parse_timeline_start(" 42 ", 100) == 42 and ui.parse_timeline_start("100", 100) == 100
+    for bad, words in (("abc", "not a character position"), ("-5", "not a character position"),
+                       ("1e99", "not a character position"), ("4.5", "not a character position"),
+                       ("101", "past the end"), ("9" * 40, "past the end"), ("٣", "not a character position")):
+        with pytest.raises(ValueError, match=words) as e:
+            ui.parse_timeline_start(bad, 100)
+        assert "from 0 to 100" in str(e.value)
+
+
+def test_move_window_handler_reports_bad_input(tiny_model_dir):
+    from playground.session import Run, Session
+
+    demo = ui.build_ui(tiny_model_dir)
+    move = _handler(demo, "move_window")
+    sess = Session()
+    assert "Nothing parsed yet" in move("0", sess)[0]
+    sess.view = parse_run(Run(chunks=("x" * 9000,), template_text=ui.template_to_text(ui.SKELETON_TEMPLATE)))
+    status, timeline = move("abc", sess)
+    assert "not a character position" in status and "moved" not in status
+    assert isinstance(timeline, type(gr.skip()))
+    status, timeline = move("10", sess)
+    assert "characters 10–6010 of" in status and 'data-status="final"' in timeline
