@@ -23,6 +23,10 @@ Warning codes (`LintWarning.code`):
 - ``empty-match``: a pattern can match the empty string.
 - ``anchor-not-in-generation-prompt``: the start anchor does not occur in the
   generation prompt the tokenizer's chat template produces.
+- ``unknown-transform-variable``: a transform placeholder names a variable the
+  field will not have (only ``content`` and the open pattern's named groups
+  exist; a ``close_pattern``'s groups are not variables in transformers), so
+  every region of the field fails with KeyError at close.
 - ``search-start-anchor``: a delimiter pattern uses ``\\G`` (the position where a
   search starts), which transformers moves with every chunk boundary, so its
   streamed results depend on how the output was cut.
@@ -413,6 +417,54 @@ def _check_missing_close(spec: dict) -> list[LintWarning]:
     return out
 
 
+def _placeholders(transform: Any, path: str):
+    """Yield ``(root_name, json_path)`` for every whole-string placeholder in a transform."""
+    from parsing.transform import PLACEHOLDER
+
+    if isinstance(transform, dict):
+        for key, value in transform.items():
+            yield from _placeholders(value, f"{path}.{key}")
+    elif isinstance(transform, list):
+        for i, value in enumerate(transform):
+            yield from _placeholders(value, f"{path}[{i}]")
+    elif isinstance(transform, str):
+        whole = PLACEHOLDER.fullmatch(transform)
+        if whole:
+            yield whole.group(1).split(".")[0], path
+
+
+def _group_names(pattern: Any) -> set[str]:
+    try:
+        return set(regex.compile(pattern, regex.DOTALL).groupindex) if isinstance(pattern, str) else set()
+    except regex.error:
+        return set()
+
+
+def _check_transform_variables(spec: dict) -> list[LintWarning]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        if "transform" not in fspec or fspec.get("transform_each"):
+            continue  # with transform_each the variables are each element's keys: only known at parse time
+        available = {"content"} | _group_names(fspec.get("open_pattern"))
+        close_groups = _group_names(fspec.get("close_pattern"))
+        for root, path in _placeholders(fspec["transform"], f"fields.{name}.transform"):
+            if root in available:
+                continue
+            why = (f"'{root}' is a named group of the close_pattern, and transformers only makes the open "
+                   "pattern's groups transform variables" if root in close_groups else
+                   f"there is no variable '{root}'")
+            out.append(LintWarning(
+                "unknown-transform-variable", path,
+                f"The placeholder '{{{root}}}' cannot be filled: {why}. Available: {sorted(available)}. Every "
+                f"'{name}' region will fail with KeyError when it closes.",
+                f"Use one of {sorted(available)}" + (", or capture the value in the open_pattern instead"
+                                                     if root in close_groups else
+                                                     ", or add a named group (?P<" + root + ">...) to the "
+                                                     "open_pattern") + ".",
+            ))
+    return out
+
+
 def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     out = []
     for d in delims:
@@ -665,7 +717,8 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
-        reasoning name, overwrite, delimiter prefixes, missing close, close in JSON, empty matches, \\G, start
+        reasoning name, overwrite, delimiter prefixes, missing close, transform variables, close in JSON, empty
+        matches, \\G, start
         anchor)
         and the compatibility section.
 
@@ -680,6 +733,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     warnings += _check_overwrite(spec)
     warnings += _check_delimiter_prefix(spec, delims)
     warnings += _check_missing_close(spec)
+    warnings += _check_transform_variables(spec)
     warnings += _check_close_in_json(spec, delims)
     warnings += _check_empty_match(spec, delims)
     warnings += _check_search_start(spec, delims)

@@ -362,3 +362,33 @@ def test_search_start_anchor_quiet_for_escaped_backslash_and_plain_patterns():
     spec = clean(g={"open_pattern": r"\\G<g>", "close_pattern": r"</g>\s*", "repeats": True})
     assert only(spec, "search-start-anchor") == []
     assert only(CLEAN, "search-start-anchor") == []
+
+
+# ---- unknown-transform-variable
+
+def test_unknown_transform_variable_triggers_and_is_a_real_parse_failure():
+    spec = clean(tool_calls=dict(TOOL, transform={"type": "function", "function": {"name": "{missing}",
+                                                                                   "arguments": "{content}"}}))
+    [w] = only(spec, "unknown-transform-variable")
+    assert w.path == "fields.tool_calls.transform.function.name" and "'missing'" in w.message
+    # The warning is right: the engine (like transformers) fails when such a region closes.
+    with pytest.raises(KeyError):
+        parsing.parse_response('<tool_call>{"name": "f", "arguments": {}}</tool_call>', spec, prefix="")
+
+
+def test_close_pattern_groups_are_flagged_as_not_variables():
+    spec = clean(tool_calls={"open": "<tool_call>", "close_pattern": r"</tool_call id=(?P<id>\d+)>",
+                             "content": "json", "transform": {"id": "{id}", "function": "{content}"}})
+    [w] = only(spec, "unknown-transform-variable")
+    assert "close_pattern" in w.message and w.path == "fields.tool_calls.transform.id"
+
+
+def test_transform_variables_quiet_for_content_open_groups_and_transform_each():
+    assert only(CLEAN, "unknown-transform-variable") == []
+    spec = clean(tool_calls={"open_pattern": r"<call name=(?P<name>\w+)>", "close": "</call>", "content": "json",
+                             "repeats": True, "transform": {"function": {"name": "{name}",
+                                                                         "arguments": "{content.args}"}}})
+    assert only(spec, "unknown-transform-variable") == []
+    each = clean(tool_calls={"open": "<a>", "close": "</a>", "content": "json", "transform_each": True,
+                             "transform": {"function": {"name": "{tool_name}"}}})
+    assert only(each, "unknown-transform-variable") == []
