@@ -68,6 +68,28 @@ def stream(parser_cls, text: str, chunk: int) -> tuple[float, int, dict, int]:
     return elapsed, len(chunks), message, held
 
 
+def held_memory(parser_cls, text: str, chunk: int) -> tuple[float, float]:
+    """(MB held by the parser after streaming all chunks, peak MB while streaming), via tracemalloc.
+
+    Events are dropped as they come, as a consumer that renders them would; what remains allocated is what
+    the parser itself holds (scan buffer, body of the open region, message so far).
+    """
+    import tracemalloc
+
+    chunks = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    parser = parser_cls(TEMPLATE, prefix=PREFIX)
+    for piece in chunks:
+        parser.feed(piece)
+    gc.collect()
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del parser
+    return (held - base) / 1e6, (peak - base) / 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[50, 800], help="reasoning sizes in KB")
@@ -88,15 +110,20 @@ def main() -> None:
         ref_s, _, ref_msg, ref_held = min(ref_runs, key=lambda r: r[0])
         if ours_msg != ref_msg:
             raise SystemExit(f"messages differ at {kb} KB")
-        rows.append((kb, feeds, ours_s / feeds * 1e6, ref_s / feeds * 1e6, ours_held, ref_held))
+        ours_mem = held_memory(ResponseParser, text, args.chunk)
+        ref_mem = held_memory(ReferenceParser, text, args.chunk)
+        rows.append((kb, feeds, ours_s / feeds * 1e6, ref_s / feeds * 1e6, ours_held, ref_held, ours_mem, ref_mem))
 
     print(f"chunk = {args.chunk} chars; time per feed in microseconds; buffer = chars held in the scan buffer "
-          "at the end of the stream")
+          "at the end of the stream; held/peak MB = memory the parser holds after the last feed / peak while "
+          "streaming (tracemalloc, events discarded as they come)")
     print()
-    print("| reasoning | feeds | ours µs/feed | reference µs/feed | speed-up | ours buffer | reference buffer |")
-    print("|---|---|---|---|---|---|---|")
-    for kb, feeds, ours, ref, oh, rh in rows:
-        print(f"| {kb} KB | {feeds} | {ours:.2f} | {ref:.2f} | {ref / ours:.1f}x | {oh} | {rh} |")
+    print("| reasoning | feeds | ours µs/feed | reference µs/feed | speed-up | ours buffer | reference buffer "
+          "| ours held / peak MB | reference held / peak MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kb, feeds, ours, ref, oh, rh, om, rm in rows:
+        print(f"| {kb} KB | {feeds} | {ours:.2f} | {ref:.2f} | {ref / ours:.1f}x | {oh} | {rh} "
+              f"| {om[0]:.2f} / {om[1]:.2f} | {rm[0]:.2f} / {rm[1]:.2f} |")
     if len(rows) >= 2:
         print()
         print(f"ours, µs per feed at {rows[-1][0]} KB / at {rows[0][0]} KB: {rows[-1][2] / rows[0][2]:.2f}")

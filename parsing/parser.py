@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 CONTEXT_CHARS = 1024
 TRIM_EVERY = 1024
 DEFAULT_REGEX_TIMEOUT = 1.0
+BODY_BLOCK = 256
 
 _PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` needs `prefix` (the chat prompt sent to the model before generation): "
@@ -114,7 +115,10 @@ class ResponseParser:
         self._current: str | None = self._implicit
         self._opened = False
         self._captures: dict = {}
+        # Body of the open region: recent chunks, plus older chunks joined into blocks of BODY_BLOCK chunks
+        # (a list of millions of 4-character strings would cost ten times the text it holds).
         self._body: list[str] = []
+        self._body_blocks: list[str] = []
         self._finalized = False
         # Span bookkeeping (only filled with spans=True).
         self._stream_parts: list[str] = []
@@ -173,7 +177,11 @@ class ResponseParser:
                         if not self._opened:
                             events.append({"type": "region_open", "field": current})
                             self._opened = True
-                        self._body.append(text)
+                        body = self._body
+                        body.append(text)
+                        if len(body) >= BODY_BLOCK:
+                            self._body_blocks.append("".join(body))
+                            body.clear()
                         events.append({"type": "region_chunk", "field": current, "text": text,
                                        "dirty": self._dirty[current]})
                     return events
@@ -328,6 +336,9 @@ class ResponseParser:
             self._emit(events, {"type": "region_open", "field": self._current}, start, start)
             self._opened = True
         self._body.append(text)
+        if len(self._body) >= BODY_BLOCK:
+            self._body_blocks.append("".join(self._body))
+            self._body.clear()
         self._emit(events, {"type": "region_chunk", "field": self._current, "text": text, "dirty": field.dirty},
                    start, end)
         if self._spans:
@@ -337,6 +348,7 @@ class ResponseParser:
         self._current = hit.delim.field
         self._captures = hit.captures
         self._body = []
+        self._body_blocks = []
         self._opened = True
         self._emit(events, {"type": "region_open", "field": self._current}, start, end)
 
@@ -344,7 +356,7 @@ class ResponseParser:
         """Close the current region (if it ever opened), store its value, and return to the implicit region."""
         if self._current is not None and self._opened:
             field = self._fields[self._current]
-            raw = "".join(self._body)
+            raw = "".join(self._body_blocks) + "".join(self._body)
             if self._recover:
                 try:
                     value = self._build_value(field, raw)
@@ -383,6 +395,7 @@ class ResponseParser:
         self._current = self._implicit
         self._captures = {}
         self._body = []
+        self._body_blocks = []
         self._opened = False
 
     def _emit(self, events: list[dict], event: dict, start: int, end: int) -> None:
