@@ -118,6 +118,8 @@ Port_of_Spain Kingston Nassau San_Juan Santo_Domingo St_Petersburg Novosibirsk K
 Plovdiv Varna Cluj Timisoara Split Dubrovnik Sarajevo Skopje Tirana Podgorica Nicosia Valletta
 Ushuaia Iquitos Timbuktu Lhasa Samarkand Bukhara""".split()
 
+_EVAL_CITY_NAMES = {c.replace("_", " ").lower() for c in _CITIES_EVAL}
+
 _TOPICS_TRAIN = [
     "the history of the printing press", "how vaccines work", "the tallest mountain in Africa",
     "best pasta recipes", "python list comprehensions", "solar panel efficiency",
@@ -261,6 +263,30 @@ _P_TWO_CALC = [
     "Work out both {expr} and {expr2}.",
 ]
 
+# Training-only phrasings. They teach the words a request hinges on ("forecast", "hour",
+# "online", "worth") in sentences of their own; the held-out sentences above stay unseen.
+_EXTRA_TRAIN = {
+    id(_P_WEATHER): ["What's the forecast for {city}?", "Forecast {city}", "Is it cold or warm in {city}?",
+                     "Will it be sunny in {city} today?", "Is it snowing in {city}?",
+                     "weather in {city} now", "How cold is it in {city}?"],
+    id(_P_WEATHER_UNIT): ["Forecast for {city} in {unit}, please.", "{city} temperature in {unit}?"],
+    id(_P_TIME): ["Tell me the hour in {city}.", "What's the time now in {city}?", "Clock in {city}?",
+                  "Time check: {city}", "Is it late in {city} now?"],
+    id(_P_CONVERT): ["Change {value} {from} into {to}.", "{value} {from} to {to}", "Turn {value} {from} into {to}, please."],
+    id(_P_CALC): ["Figure out {expr}.", "math: {expr}", "Work out {expr}, please.", "{expr}"],
+    id(_P_SEARCH): ["Find pages about {topic}.", "Browse online for {topic}.", "Search online: {topic}",
+                    "Get me web results on {topic}."],
+    id(_P_SEARCH_N): ["Give me {n} links about {topic}.", "{n} web results on {topic}, please."],
+    id(_P_FX): ["What is one {base} worth in {target}?", "Exchange rate {base} {target}",
+                "{base} in {target} today?"],
+    id(_P_TWO_WEATHER): ["Weather in {city} and {city2}?", "Forecast for {city} and {city2}."],
+    id(_P_TWO_TIME): ["Time in {city} and {city2}?", "Clocks in {city} and {city2}, please."],
+    id(_P_WEATHER_TIME): ["Time and weather for {city}?"],
+    id(_P_TWO_CALC): ["Compute {expr} and also {expr2}."],
+}
+_FILLER_BEFORE = ["Hey, ", "Hi! ", "Quick question: ", "Please, ", "Hello. ", "OK, ", "So, ", "Hmm, "]
+_FILLER_AFTER = [" Thanks!", " Thank you.", " Please.", " Cheers.", " Quickly, please.", " :)"]
+
 _HELD_OUT = {  # how many phrasings at the end of each list are evaluation-only
     id(_P_WEATHER): 3, id(_P_WEATHER_UNIT): 1, id(_P_TIME): 2, id(_P_CONVERT): 2, id(_P_CALC): 2,
     id(_P_SEARCH): 2, id(_P_SEARCH_N): 1, id(_P_FX): 2, id(_P_TWO_WEATHER): 1, id(_P_TWO_TIME): 1,
@@ -309,19 +335,62 @@ def _phrases(lst: list, split: str, rng: random.Random) -> str:
     """Pick a phrasing: training uses the first part, evaluation mixes held-out and seen ones."""
     k = _HELD_OUT[id(lst)]
     if split == "train":
-        return rng.choice(lst[:-k])
+        text = rng.choice(lst[:-k] + _EXTRA_TRAIN[id(lst)])
+        r = rng.random()
+        if r < 0.12:
+            filler = rng.choice(_FILLER_BEFORE)
+            text = filler + (text[0].lower() + text[1:] if filler.endswith(", ") else text)
+        elif r < 0.24:
+            text = text + rng.choice(_FILLER_AFTER)
+        return text
     if rng.random() < 0.5:
         return rng.choice(lst[-k:])
     return rng.choice(lst[:-k])
 
 
+_ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
+           "br", "ch", "dr", "gr", "kr", "pl", "sh", "st", "tr", "th", "qu", "y", ""]
+_VOWELS = ["a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou", "ia", "y", "ea", "io"]
+_CODAS = ["", "", "", "", "n", "r", "s", "l", "m", "k", "th", "rg", "nd", "sk", "x"]
+
+
+def _random_word(rng: random.Random, syllables: int | None = None) -> str:
+    """A pronounceable made-up word (``"vorkalen"``): an argument value no list can contain."""
+    n = syllables or rng.choice([1, 2, 2, 2, 3, 3, 4])
+    return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(n))
+
+
+def _random_city(rng: random.Random) -> str:
+    """A made-up place name, sometimes of two or three words (``"Port Elvaro"``).
+
+    Never one of the evaluation cities (``"Oran"`` could come out of the syllables), so that
+    those stay unseen in training.
+    """
+    name = _random_word(rng).capitalize()
+    while name.lower() in _EVAL_CITY_NAMES:
+        name = _random_word(rng).capitalize()
+    r = rng.random()
+    if r < 0.12:
+        return rng.choice(["San", "Port", "New", "Saint", "El", "Lake", "Fort", "Santa", "Nova"]) + " " + name
+    if r < 0.2:
+        return name + " " + rng.choice(["City", "Bay", "Falls", "Springs", "Heights", "Town"])
+    if r < 0.27:
+        return name + " " + _random_word(rng, 2).capitalize()
+    return name
+
+
 def _city(split: str, rng: random.Random) -> str:
+    # Training mixes real names with made-up ones, so that the model learns to copy whatever
+    # the user wrote instead of recalling a list; evaluation uses real names never trained on.
+    if split == "train" and rng.random() < 0.6:
+        return _random_city(rng)
     return rng.choice(_CITIES_TRAIN if split == "train" else _CITIES_EVAL).replace("_", " ")
 
 
 def _number(split: str, rng: random.Random) -> int | float:
     if split == "train":
-        v = rng.choice([rng.randint(1, 100), rng.randint(1, 1000), round(rng.uniform(0.5, 500), 1)])
+        v = rng.choice([rng.randint(1, 100), rng.randint(1, 1000), round(rng.uniform(0.5, 500), 1),
+                        rng.randint(1, 9999), round(rng.uniform(0.01, 999), 2)])
     else:  # values not drawn in training often: larger ranges, two decimals
         v = rng.choice([rng.randint(101, 5000), round(rng.uniform(0.1, 999), 2), rng.randint(1, 100)])
     return v
@@ -332,7 +401,7 @@ def _fmt_num(v: int | float) -> str:
 
 
 def _expr(split: str, rng: random.Random) -> tuple[str, float | int]:
-    hi = 100 if split == "train" else 999
+    hi = rng.choice([100, 999]) if split == "train" else 999
     a, b, c = rng.randint(1, hi), rng.randint(1, hi), rng.randint(1, 20)
     form = rng.randrange(6)
     if form == 0:
@@ -358,7 +427,45 @@ def _expr(split: str, rng: random.Random) -> tuple[str, float | int]:
 def _currency_pair(split: str, rng: random.Random) -> tuple[str, str]:
     pool = _CURRENCIES_TRAIN if split == "train" else _CURRENCIES_EVAL + _CURRENCIES_TRAIN[:3]
     base, target = rng.sample(pool, 2)
+    if split == "train":  # made-up codes too: copy the code, do not recall it
+        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        def code() -> str:
+            c = "".join(rng.choice(letters) for _ in range(3))
+            return c if c not in _CURRENCIES_EVAL else code()
+
+        if rng.random() < 0.5:
+            base = code()
+        if rng.random() < 0.5:
+            target = code()
+        if base == target:
+            target = target[:2] + ("A" if target[2] != "A" else "B")
     return base, target
+
+
+_TOPIC_FORMS = ["the history of {a}", "how {a} works", "{b} {a}", "the best {a}", "{a} for beginners",
+                "{a} and {c}", "{b} {a} tips", "the rules of {a}", "{a} news", "how to make {a}",
+                "the life of {p}", "{p}", "{a}", "learning {a}"]
+_TOPIC_NOUNS = """kites pottery tennis lighthouses volcanoes robots rivers canals bridges trains bicycles
+satellites telescopes pianos violins drums poetry novels comics cheese noodles dumplings soup bread
+tea spices gardens forests deserts oceans islands caves maps coins stamps clocks engines rockets
+drones cameras printers keyboards fonts databases networks passwords algorithms spreadsheets
+penguins whales wolves owls horses cats dogs frogs butterflies ants mushrooms cactus roses""".split()
+_TOPIC_ADJ = """cheap fast simple ancient modern famous small electric healthy quiet local free
+classic rare strange easy""".split()
+
+
+def _topic(split: str, rng: random.Random) -> str:
+    """A search query: a listed topic, or (training only) a new one from words and made-up names."""
+    if split != "train":
+        return rng.choice(_TOPICS_EVAL)
+    if rng.random() < 0.4:
+        return rng.choice(_TOPICS_TRAIN)
+
+    def noun() -> str:
+        return rng.choice(_TOPIC_NOUNS) if rng.random() < 0.6 else _random_word(rng)
+
+    person = _random_word(rng, 2).capitalize() + " " + _random_word(rng, rng.choice([2, 3])).capitalize()
+    return rng.choice(_TOPIC_FORMS).format(a=noun(), b=rng.choice(_TOPIC_ADJ), c=noun(), p=person)
 
 
 def _call(name: str, args: dict) -> dict:
@@ -472,10 +579,10 @@ def _request(split: str, rng: random.Random) -> tuple[str, list[dict]]:
         return (_phrases(_P_CALC, split, rng).format(expr=e),
                 [_call("calculate", {"expression": e, "_value": val})])
     if kind == "search":
-        tp = rng.choice(_TOPICS_TRAIN if split == "train" else _TOPICS_EVAL)
+        tp = _topic(split, rng)
         return _phrases(_P_SEARCH, split, rng).format(topic=tp), [_call("web_search", {"query": tp})]
     if kind == "search_n":
-        tp = rng.choice(_TOPICS_TRAIN if split == "train" else _TOPICS_EVAL)
+        tp = _topic(split, rng)
         n = rng.randint(1, 10)
         return (_phrases(_P_SEARCH_N, split, rng).format(topic=tp, n=n),
                 [_call("web_search", {"query": tp, "max_results": n})])
@@ -517,15 +624,24 @@ def _clean(call: dict) -> dict:
     return _call(call["function"]["name"], a)
 
 
-def _offered_tools(needed: set[str], rng: random.Random) -> list[dict]:
-    """The needed tools plus 0-3 distractors, in random order."""
+def _offered_tools(needed: set[str], rng: random.Random, split: str = "eval") -> list[dict]:
+    """The needed tools plus distractors, in random order.
+
+    Evaluation offers 0-1 distractors; training offers 0-3, so that the model has to pick the
+    tool the request names from the list it was given instead of the only one there.
+    """
     others = [n for n in TOOLS if n not in needed]
-    names = list(needed) + rng.sample(others, rng.choice([0, 0, 1]) if needed else rng.randint(1, 2))
+    if split == "train":
+        k = min(len(others), rng.choice([0, 1, 1, 2, 3])) if needed else rng.randint(1, 3)
+    else:
+        k = rng.choice([0, 0, 1]) if needed else rng.randint(1, 2)
+    names = list(needed) + rng.sample(others, k)
     rng.shuffle(names)
     return [TOOLS[n] for n in names]
 
 
 def _plain(split: str, rng: random.Random) -> tuple[str, str]:
+    """A request that needs no tool, and its answer."""
     groups = _PLAIN[:-_N_PLAIN_HELD_OUT] if split == "train" else _PLAIN
     users, answers = rng.choice(groups)
     return rng.choice(users), rng.choice(answers)
@@ -542,10 +658,11 @@ def make_example(split: str, rng: random.Random) -> dict:
     thinking = rng.random() < 0.5
     system = rng.choice(_SYSTEMS)
     messages: list[dict] = [{"role": "system", "content": system}] if system else []
-    kind = rng.choices(["call", "answer", "plain"], weights=[5, 4, 2])[0]
+    # training leans on first turns (the calls), the harder part; evaluation keeps the old mix
+    kind = rng.choices(["call", "answer", "plain"], weights=[6, 3, 2] if split == "train" else [5, 4, 2])[0]
     if kind == "plain":
         user, answer = _plain(split, rng)
-        tools = _offered_tools(set(), rng) if rng.random() < 0.7 else None
+        tools = _offered_tools(set(), rng, split) if rng.random() < 0.7 else None
         if tools == []:
             tools = None
         messages.append({"role": "user", "content": user})
@@ -560,7 +677,7 @@ def make_example(split: str, rng: random.Random) -> dict:
         return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
 
     user, calls = _request(split, rng)
-    tools = _offered_tools({c["function"]["name"] for c in calls}, rng)
+    tools = _offered_tools({c["function"]["name"] for c in calls}, rng, split)
     messages.append({"role": "user", "content": user})
     clean = [_clean(c) for c in calls]
     if kind == "call":

@@ -11,6 +11,10 @@ Reported:
 - parse_ok: share of generations that parse without error;
 - tool_call_valid: share of tool-requesting prompts whose parsed message has at least one tool
   call, every call naming an offered tool with arguments valid against its JSON schema;
+- tool_call_names_right: share of tool-requesting prompts whose calls name exactly the expected
+  tools, in order (the right tool was picked);
+- tool_call_exact: share of tool-requesting prompts whose calls equal the expected calls,
+  arguments included (the values were copied from the request and the units mapped);
 - reasoning_on_present / reasoning_off_absent: reasoning_content present when thinking is
   on, absent when off;
 - content_consistent: share of parsed messages whose ``content`` equals the text outside
@@ -100,6 +104,17 @@ def call_problems(message: dict, tools: list[dict] | None) -> list[str]:
     return problems
 
 
+def _call_name(call) -> str | None:
+    """The function name of one parsed tool call, or None when the call is not shaped like one."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    return fn.get("name") if isinstance(fn, dict) else None
+
+
+def _last_user(messages: list[dict]) -> str:
+    """The text of the last user message (what the generation answers)."""
+    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+
+
 def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_tokens: int,
              threads: int, show: int = 3) -> dict:
     """Generate for ``n`` held-out prompts and return the metrics and per-prompt records."""
@@ -132,7 +147,7 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
         new = out[0, ids.shape[1]:].tolist()
         gen_tokens += len(new)
         text = tokenizer.decode(new, skip_special_tokens=False)
-        rec = {"kind": ex["kind"], "thinking": ex["thinking"], "generation": text,
+        rec = {"kind": ex["kind"], "thinking": ex["thinking"], "user": _last_user(ex["messages"]), "generation": text,
                "finished": bool(new) and new[-1] == eos, "tools": [t["function"]["name"] for t in ex["tools"] or []]}
         try:
             msg = parse_response(text, template, prefix=prompt, tools=ex["tools"])
@@ -156,6 +171,8 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
             if ex["kind"] == "call":
                 rec["call_problems"] = call_problems(msg, ex["tools"])
                 rec["calls_exact"] = msg.get("tool_calls") == ex["expected_calls"]
+                rec["names_right"] = ([_call_name(c) for c in msg.get("tool_calls") or []]
+                                      == [c["function"]["name"] for c in ex["expected_calls"]])
         records.append(rec)
         if i < show:
             print(f"--- prompt {i} ({ex['kind']}, thinking={ex['thinking']})\n{prompt[-200:]!r}\n"
@@ -178,6 +195,7 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
         "finished_with_im_end": share(records, "finished"),
         "n_tool_prompts": len(calls),
         "tool_call_valid": round(sum(1 for r in calls if r["parse_ok"] and not r["call_problems"]) / len(calls), 4),
+        "tool_call_names_right": share(calls, "names_right"),
         "tool_call_exact": share(calls, "calls_exact"),
         "n_thinking_on": len([r for r in records if r["thinking"]]),
         "reasoning_on_present": share(on, "has_reasoning"),
@@ -212,7 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
     failures = [r for r in result["records"] if not r["parse_ok"] or r.get("call_problems")
                 or r.get("content_consistent") is False]
     for r in failures[:10]:
-        print("FAIL", json.dumps({k: r.get(k) for k in ("kind", "thinking", "generation", "error", "call_problems")},
+        print("FAIL", json.dumps({k: r.get(k) for k in ("kind", "thinking", "user", "generation", "error", "call_problems")},
                                  ensure_ascii=False))
     print(json.dumps(result["metrics"], indent=2))
     if args.out:

@@ -151,7 +151,7 @@ def batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, pad_id:
 def main(argv: list[str] | None = None) -> dict:
     """Run the whole pipeline and save the model folder; returns a summary dict."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=420)
+    ap.add_argument("--steps", type=int, default=2200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(HERE / "model"))
     ap.add_argument("--batch-size", type=int, default=12)
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--intermediate", type=int, default=512)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--max-len", type=int, default=512)
+    ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=10)
     args = ap.parse_args(argv)
