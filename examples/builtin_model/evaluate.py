@@ -23,7 +23,7 @@ Reported:
 - parsers_agree_with_reference: when our ``parsing`` engine is used, the share of generations
   where it gives the same message (or the same exception type) as the reference.
 
-    nice -n 15 python examples/builtin_model/evaluate.py --n 240 --seed 1234
+    nice -n 15 python examples/builtin_model/evaluate.py --n 480 --seed 1234
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict:
     """Command line entry point: print the metrics and optionally write them as JSON."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=str(HERE / "model"))
-    ap.add_argument("--n", type=int, default=240)
+    ap.add_argument("--n", type=int, default=480)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--max-new-tokens", type=int, default=200)

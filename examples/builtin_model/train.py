@@ -5,7 +5,7 @@ byte-level BPE tokenizer trained on them, the weight initialisation and the batc
 The loss covers only the assistant completion tokens (reasoning, content, tool calls and the
 closing ``<|im_end|>``); the prompt prefix produced by the chat template is context only.
 
-    nice -n 15 python examples/builtin_model/train.py --steps 420 --seed 0 \
+    nice -n 15 python examples/builtin_model/train.py --seed 0 \
         --out examples/builtin_model/model
 
 Designed to finish in under 30 minutes on 2 CPU cores (see README.md for measured times).
