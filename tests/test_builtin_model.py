@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from examples import builtin_model  # noqa: E402
-from examples.builtin_model.template import RESPONSE_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
+from examples.builtin_model.template import CONTROL_TOKENS, MARKER_TOKENS, RESPONSE_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
 
 # Whether the shipped model copies argument values from the prompt (city names, times). The
 # evaluation (examples/builtin_model/results/eval.json, "tool_call_exact") says how often it
@@ -100,6 +100,24 @@ def test_special_tokens_are_single_tokens(tokenizer):
         assert len(ids) == 1, tok
         assert tokenizer.decode(ids, skip_special_tokens=False) == tok
     assert tokenizer.eos_token == "<|im_end|>"
+    assert [tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == list(range(len(SPECIAL_TOKENS)))
+
+
+def test_markers_are_not_special_so_skip_special_tokens_keeps_them(tokenizer):
+    """Servers that decode with skip_special_tokens=True (transformers serve, vLLM's default)
+    must still see the reasoning and tool markers, and must lose the end-of-turn token."""
+    assert sorted(tokenizer.all_special_tokens) == sorted(CONTROL_TOKENS)
+    assert not set(MARKER_TOKENS) & set(tokenizer.all_special_tokens)
+    turn = ('<think>\nCall it.\n</think>\n\n<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n'
+            '</tool_call><|im_end|>')
+    history = '<|im_start|>user\n<tool_response>\n{"time": "10:30"}\n</tool_response><|im_end|>\n'
+    ids = tokenizer.encode(turn, add_special_tokens=False)
+    for marker in ("<think>", "</think>", "<tool_call>", "</tool_call>"):
+        assert tokenizer.convert_tokens_to_ids(marker) in ids
+    assert tokenizer.decode(ids, skip_special_tokens=False) == turn
+    assert tokenizer.decode(ids, skip_special_tokens=True) == turn[:-len("<|im_end|>")]
+    kept = tokenizer.decode(tokenizer.encode(history, add_special_tokens=False), skip_special_tokens=True)
+    assert kept == 'user\n<tool_response>\n{"time": "10:30"}\n</tool_response>\n'
 
 
 def test_chat_template_system_tools_calls_results(tokenizer):
@@ -180,7 +198,8 @@ def test_chat_template_round_trips_through_response_template(tokenizer, parse_re
     assert message == expected
 
 
-def _generate(model, tokenizer, messages, tools, thinking, do_sample, seed, max_new_tokens=64):
+def _generate(model, tokenizer, messages, tools, thinking, do_sample, seed, max_new_tokens=64,
+              skip_special_tokens=False):
     import torch
 
     prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
@@ -191,7 +210,7 @@ def _generate(model, tokenizer, messages, tools, thinking, do_sample, seed, max_
         out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=do_sample,
                              temperature=0.7 if do_sample else None, top_k=0 if do_sample else None,
                              top_p=None, max_new_tokens=max_new_tokens)
-    return prompt, tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
+    return prompt, tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=skip_special_tokens)
 
 
 @pytest.mark.parametrize("parse_response", _parsers())
@@ -202,6 +221,10 @@ def test_greedy_generation_calls_the_tool(model, tokenizer, parse_response):
     message = parse_response(text, tokenizer.response_template, prefix=prompt, tools=[WEATHER, TIME])
     assert "reasoning_content" not in message and "content" not in message, text
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"], text
+    # what a server decoding with skip_special_tokens=True streams: same message, no end-of-turn
+    _, served = _generate(model, tokenizer, messages, [WEATHER, TIME], False, False, 0, skip_special_tokens=True)
+    assert served == text[:-len("<|im_end|>")], served
+    assert parse_response(served, tokenizer.response_template, prefix=prompt, tools=[WEATHER, TIME]) == message
     if COPIES_ARGUMENTS:
         assert message["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}, text
     else:

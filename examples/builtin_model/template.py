@@ -72,9 +72,12 @@ RESPONSE_TEMPLATE = {
     },
 }
 
-SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
-    "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-]
 EOS = "<|im_end|>"
 PAD = "<|endoftext|>"
+# Control tokens are special: a server decoding with ``skip_special_tokens=True`` drops them.
+CONTROL_TOKENS = [PAD, "<|im_start|>", EOS]
+# Reasoning and tool markers are added tokens (one id each) that are NOT special, as in Qwen3,
+# so that servers decoding with ``skip_special_tokens=True`` keep them for the response template.
+MARKER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+# Every added token, in id order (ids 0-8).
+SPECIAL_TOKENS = CONTROL_TOKENS + MARKER_TOKENS

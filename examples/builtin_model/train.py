@@ -31,11 +31,11 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import torch  # noqa: E402
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 import data  # noqa: E402
-from template import CHAT_TEMPLATE, EOS, PAD, RESPONSE_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
+from template import CHAT_TEMPLATE, CONTROL_TOKENS, EOS, MARKER_TOKENS, PAD, RESPONSE_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
 
 
 def completion_text(target: dict, thinking: bool) -> str:
@@ -82,10 +82,21 @@ def train_tokenizer(texts: list[str], vocab_size: int, space_tokens: bool = Fals
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
+    return wrap_tokenizer(tok)
+
+
+def wrap_tokenizer(tok: Tokenizer) -> PreTrainedTokenizerFast:
+    """The transformers tokenizer around a trained ``tok`` whose ids 0-8 are ``SPECIAL_TOKENS``.
+
+    The trainer registers all nine added tokens as special; the reasoning and tool markers are
+    then re-registered, same ids, as not special (Qwen3 does the same), so that
+    ``decode(..., skip_special_tokens=True)`` keeps them and drops only the control tokens.
+    """
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKER_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token=EOS, pad_token=PAD, unk_token=None, bos_token=None,
-        model_max_length=2048, clean_up_tokenization_spaces=False)
-    fast.add_special_tokens({"additional_special_tokens": [t for t in SPECIAL_TOKENS if t not in (EOS, PAD)]})
+        model_max_length=2048, clean_up_tokenization_spaces=False,
+        extra_special_tokens=[t for t in CONTROL_TOKENS if t not in (EOS, PAD)])
     fast.chat_template = CHAT_TEMPLATE
     fast.response_template = RESPONSE_TEMPLATE
     return fast
