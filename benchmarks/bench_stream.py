@@ -38,14 +38,20 @@ WORDS = ("the user wants weather for a city so I should call the tool with the c
          "briefly, checking units < and > signs, tags like <b> and partial </thin words").split()
 
 
-def make_generation(kb: int, seed: int = 0) -> str:
+def make_reasoning(kb: int, seed: int = 0) -> str:
+    """About ``kb`` thousand characters of reasoning-like words (with ``<``, ``>``, tags and a cut ``</thin``)."""
     rng = random.Random(seed)
     parts, size = [], 0
     while size < kb * 1000:
         word = rng.choice(WORDS)
         parts.append(word)
         size += len(word) + 1
-    reasoning = " ".join(parts)
+    return " ".join(parts)
+
+
+def make_generation(kb: int, seed: int = 0) -> str:
+    """The literal-only template's test stream: ``kb`` KB of reasoning, then one tool call, then the end token."""
+    reasoning = make_reasoning(kb, seed)
     call = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
     return f"<think>\n{reasoning}\n</think>\n\n<tool_call>\n{call}\n</tool_call><|im_end|>"
 
