@@ -14,6 +14,13 @@ Each family lives in ``examples/families/<name>/``:
   ``after_tool_response``).
 - ``transcripts.jsonl``: one transcript per line (see :class:`Transcript`).
 - ``NOTES.md``: the format, where it comes from, and what the template cannot express.
+- ``chat_template*.jinja``: the family's chat template (one file per version whose framing differs,
+  named in ``family.json`` under ``chat_templates``), written to render prompts and assistant turns as
+  the family's published chat template does.
+- ``conversations.json``: for each prefix of ``prefixes.json``, the conversation that renders it:
+  ``{"special_tokens_map": {...}, "tools": [...], "prefixes": {name: {"messages": [...],
+  "tools": true, "kwargs": {...}, "chat_template": "chat_template.jinja"}}}`` (``tools: true``
+  means the family's tool list; ``chat_template`` defaults to ``chat_template.jinja``).
 
 The formats follow ``../shared/notes/formats.md`` (which cites the serving engines' parsers:
 vLLM, SGLang, llama.cpp, openai-harmony). Expected messages were written by hand from those
@@ -132,6 +139,8 @@ class Family:
         transcripts: list of :class:`Transcript`.
         meta: the whole ``family.json`` dict.
         special_tokens: the family's special tokens (from ``family.json``).
+        chat_templates: chat-template file name -> Jinja source (``chat_template.jinja`` first).
+        conversations: the parsed ``conversations.json`` (empty when the family has none).
     """
 
     name: str
@@ -142,6 +151,34 @@ class Family:
     transcripts: list
     meta: dict
     special_tokens: tuple = field(default=())
+    chat_templates: dict = field(default_factory=dict)
+    conversations: dict = field(default_factory=dict)
+
+    def chat_template(self, name: str = "chat_template.jinja") -> str:
+        """The Jinja source of one of the family's chat templates; KeyError if there is none."""
+        try:
+            return self.chat_templates[name]
+        except KeyError:
+            raise KeyError(f"{self.name}: no chat template {name!r}; has {sorted(self.chat_templates)}") from None
+
+    def conversation(self, prefix_name: str) -> dict:
+        """How prefix ``prefix_name`` is rendered: ``{"chat_template": file name, "messages": [...],
+        "tools": [...] or None, "kwargs": {...}, "special_tokens_map": {...}}`` (fresh copies).
+
+        Raises KeyError when ``conversations.json`` has no entry for it."""
+        entry = self.conversations.get("prefixes", {}).get(prefix_name)
+        if entry is None:
+            raise KeyError(f"{self.name}: conversations.json has no conversation for prefix {prefix_name!r}")
+        tools = entry.get("tools")
+        if tools is True:
+            tools = self.conversations.get("tools")
+        return json.loads(json.dumps({
+            "chat_template": entry.get("chat_template", "chat_template.jinja"),
+            "messages": entry["messages"],
+            "tools": tools or None,
+            "kwargs": entry.get("kwargs", {}),
+            "special_tokens_map": self.conversations.get("special_tokens_map", {}),
+        }))
 
     def transcript(self, transcript_id: str) -> Transcript:
         """Return the transcript with this id; KeyError if there is none."""
@@ -208,6 +245,12 @@ def _load_family_cached(name: str) -> Family:
                     why=raw.get("why", ""),
                 )
             )
+    chat_templates = {
+        p.name: p.read_text(encoding="utf-8")
+        for p in sorted(directory.glob("chat_template*.jinja"), key=lambda p: (p.name != "chat_template.jinja", p.name))
+    }
+    conversations_path = directory / "conversations.json"
+    conversations = _read_json(conversations_path) if conversations_path.is_file() else {}
     return Family(
         name=name,
         title=meta.get("title", name),
@@ -217,6 +260,8 @@ def _load_family_cached(name: str) -> Family:
         transcripts=transcripts,
         meta=meta,
         special_tokens=tuple(meta.get("special_tokens", ())),
+        chat_templates=chat_templates,
+        conversations=conversations,
     )
 
 
@@ -239,6 +284,8 @@ def load_family(name: str) -> Family:
         transcripts=list(fam.transcripts),
         meta=fam.meta,
         special_tokens=fam.special_tokens,
+        chat_templates=dict(fam.chat_templates),
+        conversations=fam.conversations,
     )
 
 
