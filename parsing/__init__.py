@@ -10,12 +10,15 @@ Importing this package needs only ``regex``; tokenizer helpers live in
 `parsing.hf` and import transformers when used.
 """
 
-from .errors import PatternTimeoutError, TemplateError
+from .budget import ParseContext
+from .errors import BudgetExceededError, PatternTimeoutError, TemplateError
 from .parser import ResponseParser, parse_response
 from .template import CompiledTemplate, TemplateTypeError, load_template, locate_json_path
 
 __all__ = [
+    "BudgetExceededError",
     "CompiledTemplate",
+    "ParseContext",
     "PatternTimeoutError",
     "ResponseParser",
     "TemplateError",

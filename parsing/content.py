@@ -1,9 +1,10 @@
 """Content parsers: turn a region's raw body into its value (spec section 5).
 
-Each parser is ``parser(body: str, args: dict) -> value`` and raises
-``ValueError`` on malformed input, as transformers 5.23's do. ``args`` is the
-field's ``content_args`` (not validated at load time, as in the reference).
-User regexes (``tag_pattern``) run under the parser's time budget.
+Every parser has one signature, ``parser(body: str, args: dict, ctx: ParseContext) -> value``, and raises
+``ValueError`` on malformed input, as transformers 5.23's do. ``args`` is the field's ``content_args`` (or a
+nested ``value_parser``'s ``args``; not validated at load time, as in the reference). ``ctx`` carries the
+regex time budget, the optional overall deadline and the field name: every regex built from the template
+(``tag_pattern``, ``string_delims``), in nested value parsers too, runs through `run_regex` under it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Callable
 
 import regex
 
-from .errors import PatternTimeoutError
+from .budget import NO_LIMITS, ParseContext, run_regex
 
 # Placeholder markers for strings pulled out by `string_delims`: control characters that real model output never
 # contains; input that does contain them is refused rather than mis-parsed.
@@ -21,27 +22,27 @@ _HOLE_OPEN, _HOLE_CLOSE = "\x01", "\x02"
 _BARE_KEY = regex.compile(r"(?<=[{,])(\w+):")
 
 
-def parse_text(body: str, args: dict) -> str:
+def parse_text(body: str, args: dict, ctx: ParseContext) -> str:
     """The body, stripped of surrounding whitespace unless ``args["strip"]`` is false."""
     return body.strip() if args.get("strip", True) else body
 
 
-def parse_int(body: str, args: dict) -> int:
+def parse_int(body: str, args: dict, ctx: ParseContext) -> int:
     """``int`` of the stripped body; ValueError if it is not an integer."""
-    return int(parse_text(body, args))
+    return int(parse_text(body, args, ctx))
 
 
-def parse_float(body: str, args: dict) -> float:
+def parse_float(body: str, args: dict, ctx: ParseContext) -> float:
     """``float`` of the stripped body; ValueError if it is not a number."""
-    return float(parse_text(body, args))
+    return float(parse_text(body, args, ctx))
 
 
-def parse_bool(body: str, args: dict) -> bool:
+def parse_bool(body: str, args: dict, ctx: ParseContext) -> bool:
     """True iff the stripped, lower-cased body is ``true`` or ``1``."""
-    return parse_text(body, args).lower() in ("true", "1")
+    return parse_text(body, args, ctx).lower() in ("true", "1")
 
 
-def parse_json(body: str, args: dict) -> Any:
+def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
     """JSON with dialect knobs for what models emit.
 
     ``args``: ``string_delims`` (list of ``[open, close]``: text between them becomes a JSON string),
@@ -62,9 +63,10 @@ def parse_json(body: str, args: dict) -> Any:
         pulled.append(match.group(1))
         return f"{_HOLE_OPEN}{len(pulled) - 1}{_HOLE_CLOSE}"
 
-    for open_d, close_d in string_delims:
-        rewritten = regex.sub(regex.escape(open_d) + r"(.*?)" + regex.escape(close_d), pull, rewritten,
-                              flags=regex.DOTALL)
+    for i, (open_d, close_d) in enumerate(string_delims):
+        source = regex.escape(open_d) + r"(.*?)" + regex.escape(close_d)
+        rewritten = run_regex(regex.compile(source, regex.DOTALL), "sub", pull, rewritten, limits=ctx,
+                              field=ctx.field, role=f"{ctx.path}string_delims[{i}]", source=source)
     if args.get("unquoted_keys", False):
         rewritten = _BARE_KEY.sub(r'"\1":', rewritten)
     for i, text in enumerate(pulled):
@@ -73,20 +75,20 @@ def parse_json(body: str, args: dict) -> Any:
         return json.loads(rewritten)
     except json.JSONDecodeError as exc:
         if args.get("allow_non_json"):
-            return parse_text(body, args)
+            return parse_text(body, args, ctx)
         if rewritten == body:
             raise ValueError(f"json: the region is not valid JSON ({exc}).\nBody: {body!r}") from exc
         raise ValueError(f"json: not valid JSON after the dialect rewrites ({exc}).\n"
                          f"Body: {body!r}\nRewritten: {rewritten!r}") from exc
 
 
-def _parse_nested(raw: Any, value_parser: dict | None) -> Any:
+def _parse_nested(raw: Any, value_parser: dict | None, ctx: ParseContext) -> Any:
     if value_parser is None:
         return raw
-    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}))
+    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}), ctx.nested("value_parser"))
 
 
-def parse_xml_inline(body: str, args: dict, timeout: float | None = None, field: str | None = None) -> dict:
+def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
     """Flat XML-like tags to an object.
 
     ``args``: ``tag_pattern`` (required regex with named groups ``key`` and ``value``), ``value_parser``
@@ -96,7 +98,8 @@ def parse_xml_inline(body: str, args: dict, timeout: float | None = None, field:
     Raises:
         ValueError: no ``tag_pattern``, or a match without a ``key`` group.
         regex.error: ``tag_pattern`` does not compile (transformers does not check it at load time either).
-        PatternTimeoutError: ``tag_pattern`` ran past the time budget.
+        PatternTimeoutError: ``tag_pattern`` (or a nested parser's) ran past the per-call budget.
+        BudgetExceededError: the overall deadline passed.
     """
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
@@ -104,16 +107,14 @@ def parse_xml_inline(body: str, args: dict, timeout: float | None = None, field:
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
     out: dict[str, Any] = {}
-    try:
-        matches = list(regex.finditer(tag_pattern, body, flags=regex.DOTALL, timeout=timeout))
-    except TimeoutError:
-        raise PatternTimeoutError(field, "tag_pattern", tag_pattern, timeout) from None
+    matches = run_regex(regex.compile(tag_pattern, regex.DOTALL), "finditer", body, limits=ctx, field=ctx.field,
+                        role=f"{ctx.path}tag_pattern", source=tag_pattern)
     for m in matches:
         groups = m.groupdict()
         key = groups.get("key")
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        value = _parse_nested(groups.get("value", ""), value_parser)
+        value = _parse_nested(groups.get("value", ""), value_parser, ctx)
         if merge and key in out:
             if not isinstance(out[key], list):
                 out[key] = [out[key]]
@@ -123,7 +124,7 @@ def parse_xml_inline(body: str, args: dict, timeout: float | None = None, field:
     return out
 
 
-def parse_kv_lines(body: str, args: dict) -> dict:
+def parse_kv_lines(body: str, args: dict, ctx: ParseContext) -> dict:
     """``key<kv_sep>value`` lines to an object.
 
     ``args``: ``line_sep`` (default newline), ``kv_sep`` (default ``:``; split at its first occurrence),
@@ -134,15 +135,15 @@ def parse_kv_lines(body: str, args: dict) -> dict:
     value_parser = args.get("value_parser")
     out: dict[str, Any] = {}
     for line in body.split(line_sep):
-        line = parse_text(line, args)
+        line = parse_text(line, args, ctx)
         if not line or kv_sep not in line:
             continue
         key, value = line.split(kv_sep, 1)
-        out[parse_text(key, args)] = _parse_nested(parse_text(value, args), value_parser)
+        out[parse_text(key, args, ctx)] = _parse_nested(parse_text(value, args, ctx), value_parser, ctx)
     return out
 
 
-CONTENT_PARSERS: dict[str, Callable[..., Any]] = {
+CONTENT_PARSERS: dict[str, Callable[[str, dict, ParseContext], Any]] = {
     "text": parse_text,
     "int": parse_int,
     "float": parse_float,
@@ -153,15 +154,12 @@ CONTENT_PARSERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def parse_content(body: str, name: str, args: dict, *, timeout: float | None = None,
-                  field: str | None = None) -> Any:
-    """Run content parser ``name`` on ``body``.
+def parse_content(body: str, name: str, args: dict, ctx: ParseContext = NO_LIMITS) -> Any:
+    """Run content parser ``name`` on ``body`` with ``args`` under ``ctx`` (default: no time limits).
 
     Raises:
         KeyError: unknown parser name (only reachable through a nested ``value_parser``).
         ValueError: the parser rejects the body.
+        PatternTimeoutError, BudgetExceededError: a regex of the parser ran past ``ctx``'s limits.
     """
-    parser = CONTENT_PARSERS[name]
-    if parser is parse_xml_inline:
-        return parser(body, args, timeout=timeout, field=field)
-    return parser(body, args)
+    return CONTENT_PARSERS[name](body, args, ctx)

@@ -67,3 +67,45 @@ class PatternTimeoutError(TimeoutError):
             f"The {role} pattern of {owner} took longer than {budget:g} s on this input "
             f"(catastrophic backtracking?): {pattern!r}"
         )
+
+
+class BudgetExceededError(TimeoutError):
+    """A parse ran past its overall time budget (``time_budget`` of `ResponseParser` / `parse_response`).
+
+    The work stopped where it was; nothing after ``position`` was parsed.
+
+    Attributes:
+        budget: the budget in seconds (None when unknown).
+        field, role, pattern: the field, which pattern (``"open"``, ``"close"``, ``"start_anchor"``,
+            ``"tag_pattern"``, ``"value_parser.args.tag_pattern"``, ...) and its source when the budget ran out
+            inside a regex call; None when it ran out between steps.
+        stage: ``"prefix"``, ``"feed"`` or ``"finalize"`` (set by the parser; None outside one).
+        position: how many characters of the parsed stream (``stream_text`` offsets: the prefix after its start
+            anchor, then the generation) had been consumed when the work stopped; None outside a parser.
+    """
+
+    def __init__(self, budget: float | None, *, field: str | None = None, role: str | None = None,
+                 pattern: str | None = None):
+        self.budget = budget
+        self.field = field
+        self.role = role
+        self.pattern = pattern
+        self.stage: str | None = None
+        self.position: int | None = None
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        budget = f" of {self.budget:g} s" if self.budget is not None else ""
+        text = f"The parse ran past its time budget{budget}"
+        if self.role is not None:
+            owner = f"field '{self.field}'" if self.field is not None else "the template"
+            text += f" while running the {self.role} pattern of {owner} ({self.pattern!r})"
+        if self.position is not None:
+            text += f"; the stream was parsed up to character {self.position} and the rest was cut"
+        return text + "."
+
+    def located(self, stage: str, position: int) -> "BudgetExceededError":
+        """Record where the parse stopped (``stage``, ``position``) and refresh the message; returns self."""
+        self.stage, self.position = stage, position
+        self.args = (self._render(),)
+        return self

@@ -18,10 +18,14 @@ never change a message the reference's one-shot parse would give:
 from __future__ import annotations
 
 import logging
+import time
 from copy import deepcopy
+from dataclasses import replace
 from typing import Any, Callable
 
+from .budget import ParseContext
 from .content import parse_content
+from .errors import BudgetExceededError
 from .scanner import Hit, scan
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
@@ -61,6 +65,10 @@ class ResponseParser:
         spans: record offsets (see class attributes below).
         recover: turn a region's parse/transform failure into a ``region_error`` event instead of raising.
         regex_timeout: time budget in seconds for each user-regex call (None: unlimited).
+        time_budget: seconds of wall-clock time this parser may spend in all, summed over its construction
+            (reading the prefix), every `feed` and `finalize` (time between calls, e.g. waiting for a model,
+            does not count). None (the default): no overall limit. Past it the work stops and
+            `BudgetExceededError` says where; every later call raises it again.
 
     Events are dicts: ``{"type": "region_open", "field"}``, ``{"type": "region_chunk", "field", "text",
     "dirty"}``, ``{"type": "region_close", "field", "value"}``, and with ``recover`` ``{"type":
@@ -80,17 +88,27 @@ class ResponseParser:
         KeyError: a transform names an unknown variable.
         RuntimeError: `feed` or `finalize` after `finalize`.
         PatternTimeoutError: a user regex ran past ``regex_timeout``.
+        BudgetExceededError: (a TimeoutError) the parser spent its ``time_budget``; ``.position`` is how far the
+            stream was parsed, ``.field``/``.role``/``.pattern`` the regex that was cut, if any. Never turned
+            into a ``region_error`` by ``recover``.
     """
 
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
-                 spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT):
+                 spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
+                 time_budget: float | None = None):
         self.template: CompiledTemplate = load_template(template)
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         self._tool_params = tool_parameters(tools)
         self._spans = spans
         self._recover = recover
-        self._timeout = regex_timeout
+        # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
+        self._limits = ParseContext(regex_timeout=regex_timeout)
+        self._ctx = self._limits
+        self._time_budget = time_budget
+        self._spent = 0.0
+        if time_budget is not None:  # keeps the unbudgeted `feed` free of any per-call check
+            self.feed = self._budgeted_feed
         self._fields = self.template.fields
         self._implicit = self.template.implicit
         self._watch = {name: self._watch_for(name) for name in self._fields}
@@ -129,15 +147,21 @@ class ResponseParser:
         self.dropped_prefix = ""
         self.initial_events: list[dict] = []
         if prefix:
-            dropped, kept = self.template.truncate_prefix(prefix, timeout=self._timeout)
-            if not dropped:
-                logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
-            if spans:
-                self.dropped_prefix = dropped
-            if kept:
-                self.prefix_length = len(kept)
-                self._append(kept)
-                self._process(self.initial_events, eos=False)
+            if time_budget is None:
+                self._read_prefix(prefix)
+            else:
+                self._timed("prefix", self._read_prefix, prefix)
+
+    def _read_prefix(self, prefix: str) -> None:
+        dropped, kept = self.template.truncate_prefix(prefix, timeout=self._ctx)
+        if not dropped:
+            logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
+        if self._spans:
+            self.dropped_prefix = dropped
+        if kept:
+            self.prefix_length = len(kept)
+            self._append(kept)
+            self._process(self.initial_events, eos=False)
 
     # ----------------------------------------------------------------- public API
     def feed(self, text: str) -> list[dict]:
@@ -202,6 +226,11 @@ class ResponseParser:
         """
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        if self._time_budget is not None:
+            return self._timed("finalize", self._finalize)
+        return self._finalize()
+
+    def _finalize(self) -> tuple[dict, list[dict]]:
         events: list[dict] = []
         self._process(events, eos=True)
         if self._spans and self._pos < self._end:
@@ -257,6 +286,26 @@ class ResponseParser:
         return self._output
 
     # ----------------------------------------------------------------- internals
+    def _budgeted_feed(self, text: str) -> list[dict]:
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        return self._timed("feed", ResponseParser.feed, self, text)
+
+    def _timed(self, stage: str, step: Callable, *args: Any) -> Any:
+        """Run one public step under what is left of ``time_budget``; add its wall-clock time to the total."""
+        started = time.monotonic()
+        left = self._time_budget - self._spent
+        if left <= 0:
+            raise BudgetExceededError(self._time_budget).located(stage, self._pos)
+        self._ctx = replace(self._limits, deadline=started + left, budget=self._time_budget)
+        try:
+            return step(*args)
+        except BudgetExceededError as exc:
+            raise exc.located(stage, self._pos) from None
+        finally:
+            self._ctx = self._limits
+            self._spent += time.monotonic() - started
+
     @property
     def _end(self) -> int:
         return self._base + len(self._buf)
@@ -292,9 +341,12 @@ class ResponseParser:
 
     def _process(self, events: list[dict], eos: bool) -> None:
         base = self._base
+        ctx = self._ctx
         while True:
+            if ctx.deadline is not None:
+                ctx.check()
             watch = self._watch[self._current]
-            hit, hold = scan(watch, self._buf, self._pos - base, eos, self._timeout) if watch else (None, len(self._buf))
+            hit, hold = scan(watch, self._buf, self._pos - base, eos, ctx) if watch else (None, len(self._buf))
             if hit is not None:
                 start, end = hit.start + base, hit.end + base
                 if start > self._pos:
@@ -360,6 +412,8 @@ class ResponseParser:
             if self._recover:
                 try:
                     value = self._build_value(field, raw)
+                except BudgetExceededError:
+                    raise  # the whole parse is out of time, not this region
                 except Exception as exc:  # noqa: BLE001 - any failure of a region's value is reported on it
                     self._emit(events, {"type": "region_error", "field": field.name,
                                         "message": f"{type(exc).__name__}: {exc}", "raw": raw}, start, end)
@@ -372,7 +426,7 @@ class ResponseParser:
         self._reset()
 
     def _build_value(self, field: FieldSpec, raw: str) -> Any:
-        value = parse_content(raw, field.content, field.content_args, timeout=self._timeout, field=field.name)
+        value = parse_content(raw, field.content, field.content_args, self._ctx.for_field(field.name))
         value = transform_value(value, field, self._captures)
         if self._tool_params:
             value = type_tool_calls(value, self._tool_params)
@@ -430,7 +484,8 @@ def parse_response(text: str, template: Any, *, prefix: str | None = None,
         template: template dict, JSON text, path, or `CompiledTemplate`.
         prefix: the prompt before generation (required; ``""`` opts out).
         tools: tools offered to the model, for typing tool-call arguments.
-        options: `ResponseParser` options (``recover``, ``regex_timeout``).
+        options: `ResponseParser` options (``recover``, ``regex_timeout``, ``time_budget``: seconds for the whole
+            parse, None by default).
 
     Returns:
         The message dict.

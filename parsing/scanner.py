@@ -100,7 +100,7 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
         buf: the buffer (it may start before ``pos``: earlier text is context for lookbehinds).
         pos: where unconsumed text starts.
         eos: end of stream; nothing is held and every complete match can commit.
-        timeout: per-call regex time budget in seconds.
+        timeout: the regex time limits (a `ParseContext`, seconds per call, or None), passed to `Delimiter.run`.
 
     Returns:
         ``(hit, hold_start)``: the winning committable match (earliest start, then longest, then opens before
@@ -108,7 +108,7 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
         (``len(buf)`` when nothing is pending).
 
     Raises:
-        PatternTimeoutError: a pattern exceeded the budget.
+        PatternTimeoutError, BudgetExceededError: a pattern exceeded the per-call budget or the deadline.
     """
     end = len(buf)
     hold = end

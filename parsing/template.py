@@ -21,8 +21,9 @@ from typing import Any
 
 import regex
 
+from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
-from .errors import PatternTimeoutError, TemplateError
+from .errors import TemplateError
 from .transform import PLACEHOLDER, check_transform_strings
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -85,19 +86,18 @@ class Delimiter:
     def is_literal(self) -> bool:
         return self.literals is not None
 
-    def run(self, method: str, text: str, *args, timeout: float | None = None, pattern: Any = None, **kwargs) -> Any:
+    def run(self, method: str, text: str, *args, timeout: ParseContext | float | None = None, pattern: Any = None,
+            **kwargs) -> Any:
         """Call ``regex.<method>(text, *args, **kwargs)`` on this delimiter's pattern (or ``pattern``, e.g.
-        `attempt_regex`) under the time budget; ``finditer`` results come back as a list.
+        `attempt_regex`) under the time limits ``timeout`` (a `ParseContext`, seconds per call, or None);
+        ``finditer`` results come back as a list.
 
         Raises:
-            PatternTimeoutError: the call ran past ``timeout`` seconds (naming the field and the pattern).
+            PatternTimeoutError: the call ran past the per-call budget (naming the field and the pattern).
+            BudgetExceededError: the context's deadline passed.
         """
-        compiled = pattern if pattern is not None else self.regex
-        try:
-            result = getattr(compiled, method)(text, *args, timeout=timeout, **kwargs)
-            return list(result) if method == "finditer" else result
-        except TimeoutError:
-            raise PatternTimeoutError(self.field, self.kind, self.source, timeout) from None
+        return run_regex(pattern if pattern is not None else self.regex, method, text, *args, limits=timeout,
+                         field=self.field, role=self.kind, source=self.source, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class CompiledTemplate:
     start_anchor: Delimiter
     field_names: tuple[str, ...] = dc_field(default=())
 
-    def truncate_prefix(self, prefix: str, timeout: float | None = None) -> tuple[str, str]:
+    def truncate_prefix(self, prefix: str, timeout: ParseContext | float | None = None) -> tuple[str, str]:
         """Split ``prefix`` after the end of the last start-anchor match.
 
         Returns ``(dropped, kept)``; when the anchor does not occur, ``dropped``
