@@ -6,7 +6,7 @@ Each family lives in ``examples/families/<name>/``:
   ``tool_calls``; ``start_anchor`` matching the family's generation prompt).
 - ``family.json``: metadata: ``title``, ``models`` (who emits this format), ``source`` (where the
   format is documented), ``model_types`` (``config.json`` values), ``special_tokens`` (tokens the
-  family's vocabulary carries; used by :func:`replay_chunks` and :func:`best_template_for`) and
+  family's vocabulary carries; used by `parsing.streams.replay_chunks` and :func:`best_template_for`) and
   ``markers`` (substrings of the family's chat template, used by :func:`best_template_for`);
   optionally ``not_applicable`` (transcript kind -> why the family has none, e.g. no tool calls).
 - ``prefixes.json``: ``{name: prompt text}``: what the family's chat template renders, generation
@@ -33,7 +33,6 @@ Only the standard library is imported here; nothing in this module needs ``parsi
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -48,7 +47,6 @@ __all__ = [
     "load_family",
     "best_template_for",
     "rank_templates_for",
-    "replay_chunks",
 ]
 
 FAMILIES_DIR = Path(__file__).resolve().parent / "families"
@@ -432,58 +430,4 @@ def best_template_for(tokenizer: Any = None, *, model_type: str | None = None) -
         reasons = ("no model type, special token or chat-template marker of any family found",)
         return TemplateMatch(family=None, confidence=0.0, reasons=reasons, score=0.0)
     return ranked[0]
-
-
-# ---------------------------------------------------------------------------------------------
-# Streaming replay
-
-
-def replay_chunks(
-    text: str,
-    special_tokens: Any = (),
-    seed: int = 0,
-    *,
-    max_piece: int = 4,
-) -> list[str]:
-    """Cut ``text`` into realistic streaming chunks, as a detokenizing streamer would emit them.
-
-    Special tokens (any string in ``special_tokens``, e.g. ``Family.special_tokens``) are always
-    emitted whole, as one chunk each, the way a tokenizer emits one id per special token; the
-    longest token wins where two overlap. Other text is cut into pieces of 1 to ``max_piece``
-    characters, chosen with ``random.Random(seed)``, so the same seed always gives the same chunks.
-
-    Returns a list of non-empty strings whose concatenation is ``text`` (``[]`` for ``""``).
-    Raises ValueError if ``max_piece`` < 1.
-    """
-    if max_piece < 1:
-        raise ValueError("max_piece must be >= 1")
-    rng = random.Random(seed)
-    tokens = sorted({t for t in special_tokens if t}, key=len, reverse=True)
-    chunks: list[str] = []
-    pos = 0
-    n = len(text)
-    plain_start = 0
-
-    def flush_plain(end: int) -> None:
-        i = plain_start
-        while i < end:
-            step = rng.randint(1, max_piece)
-            chunks.append(text[i : min(end, i + step)])
-            i += step
-
-    while pos < n:
-        hit = None
-        for tok in tokens:
-            if text.startswith(tok, pos):
-                hit = tok
-                break
-        if hit is None:
-            pos += 1
-            continue
-        flush_plain(pos)
-        chunks.append(hit)
-        pos += len(hit)
-        plain_start = pos
-    flush_plain(n)
-    return chunks
 

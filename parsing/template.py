@@ -394,29 +394,12 @@ def load_template(template: Any) -> CompiledTemplate:
     """
     if isinstance(template, CompiledTemplate):
         return template
-    text = None
     if isinstance(template, os.PathLike) or (isinstance(template, str) and not template.lstrip().startswith("{")
                                              and template.strip().endswith(".json")):
         with open(template, encoding="utf-8") as fh:
-            text = fh.read()
-    elif isinstance(template, str):
-        text = template
-    if text is not None:
-        if len(text) > MAX_TEMPLATE_JSON_CHARS:
-            raise TemplateError(f"template text longer than {MAX_TEMPLATE_JSON_CHARS} characters is refused")
-        try:
-            template = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TemplateError(f"not valid JSON: {exc.msg}", "", line=exc.lineno, column=exc.colno) from exc
-        except RecursionError:
-            raise TemplateError("the JSON is nested too deeply to be a response template") from None
-        try:
-            return _validate_dict(template)
-        except TemplateError as exc:
-            line, column = locate_json_path(text, exc.path)
-            raise exc.located(line, column) from exc
-        except RecursionError:
-            raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
+            return loads_template(fh.read())
+    if isinstance(template, str):
+        return loads_template(template)
     try:
         size = len(json.dumps(template, default=str))
     except (TypeError, ValueError):
@@ -430,6 +413,35 @@ def load_template(template: Any) -> CompiledTemplate:
     except RecursionError:
         raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
 
+
+
+def loads_template(text: str) -> CompiledTemplate:
+    """Validate and compile a response template given as JSON text (never read as a path).
+
+    For text from an editor or a request, where a string must not name a file on this machine.
+
+    Raises:
+        TemplateError: invalid JSON (with ``.line``/``.column``), or an invalid template (with ``.path`` and
+            the ``.line``/``.column`` of that path in `text` where it can be found).
+        TemplateTypeError: where transformers raises ``TypeError``.
+    """
+    if not isinstance(text, str):
+        raise TemplateError(f"template text must be a string, not {type(text).__name__}")
+    if len(text) > MAX_TEMPLATE_JSON_CHARS:
+        raise TemplateError(f"template text longer than {MAX_TEMPLATE_JSON_CHARS} characters is refused")
+    try:
+        template = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TemplateError(f"not valid JSON: {exc.msg}", "", line=exc.lineno, column=exc.colno) from exc
+    except RecursionError:
+        raise TemplateError("the JSON is nested too deeply to be a response template") from None
+    try:
+        return _validate_dict(template)
+    except TemplateError as exc:
+        line, column = locate_json_path(text, exc.path)
+        raise exc.located(line, column) from exc
+    except RecursionError:
+        raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
 
 _PATH_TOKEN = _stdlib_re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 

@@ -22,9 +22,11 @@ from typing import Any
 
 import gradio as gr
 
-from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport, lint, roundtrip, run_checks
+from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport, run_checks
 from parsing.doctor import suites as doctor_suites
-from parsing.doctor.streams import parse_stream
+from parsing.doctor.lint import lint
+from parsing.doctor.roundtrip import roundtrip
+from parsing.streams import parse_stream
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
            "append_case_text", "export_files"]

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import engine
+import parsing
 
 
 @dataclass
@@ -29,12 +29,12 @@ def export_template(tokenizer, template_text: str, base_dir: str | Path | None =
     reload it with ``AutoTokenizer.from_pretrained`` and compare ``response_template``.
 
     The shared tokenizer is never modified.  ``base_dir``: where to write (default: a new temp dir).
-    Raises :class:`engine.TemplateProblem` for an invalid template, ValueError when no tokenizer is loaded,
+    Raises `parsing.TemplateError` for an invalid template, ValueError when no tokenizer is loaded,
     OSError when writing fails.
     """
     if tokenizer is None:
         raise ValueError("No tokenizer is loaded: load a model first.")
-    engine.load_template(template_text)  # validate first: never export a broken template
+    parsing.loads_template(template_text)  # validate first: never export a broken template
     spec = json.loads(template_text)
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="rt-export-"))
     folder = base / name

@@ -4,19 +4,18 @@ A :class:`Run` is the one record everything derives from: the prompt prefix,
 the generated text as the chunks it arrived in, the template text and the
 tools.  Streaming feeds its chunks to a parser (:class:`LiveParse`); a template
 edit re-parses the same chunks (:func:`parse_run`); replay feeds them again
-with delays; the side-by-side check feeds them to the transformers reference
-(:func:`reference_check`).
+with delays; the side-by-side check (`playground.reference`) feeds them to the
+transformers reference.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import engine
+import parsing
 
 SKELETON_TEMPLATE = {
     "version": 1,
@@ -92,19 +91,18 @@ class ParseView:
     message: dict | None = None
     final: bool = False
     field_names: list = field(default_factory=list)
-    engine: str = engine.ENGINE
 
 
 class LiveParse:
     """Feeds chunks to a spanning parser and never raises after construction.
 
-    Construction raises :class:`engine.TemplateProblem` for a bad template.  A
+    Construction raises `parsing.TemplateError` for a bad template.  A
     parser error during ``feed``/``finalize`` (or while reading the prefix) is
     recorded in ``errors`` with its offset; later text is kept as unparsed.
     """
 
     def __init__(self, template_text: str, prefix: str, tools: list | None = None):
-        self.compiled = engine.load_template(template_text)
+        self.compiled = parsing.loads_template(template_text)
         spec = getattr(self.compiled, "spec", None)
         if not isinstance(spec, dict):
             spec = json.loads(template_text) if isinstance(template_text, str) else template_text
@@ -119,14 +117,15 @@ class LiveParse:
         self.failed = False
         self._last_open: dict[str, int] = {}
         try:
-            self.parser = engine.make_parser(self.compiled, self.prefix, tools)
+            self.parser = parsing.ResponseParser(self.compiled, self.prefix, tools=tools or None, spans=True,
+                                                 recover=True)
             self._add(self.parser.initial_events, "prefix")
         except Exception as e:  # noqa: BLE001 - shown to the user, never raised
             self.parser = None
             self.failed = True
             self.unparsed = self.prefix
-            self.errors.append({"message": _describe(e), "start": 0, "end": len(self.prefix), "field": None,
-                                "timeout": isinstance(e, engine.PatternTimeoutError)})
+            self.errors.append({"message": describe_error(e), "start": 0, "end": len(self.prefix), "field": None,
+                                "timeout": isinstance(e, parsing.PatternTimeoutError)})
 
     def _text_len(self) -> int:
         return len(self.parser.stream_text) if self.parser is not None else 0
@@ -162,8 +161,8 @@ class LiveParse:
         self.failed = True
         held = self.parser.held() if hasattr(self.parser, "held") else (self._text_len(),) * 2
         start = min(held[0], self._text_len())
-        self.errors.append({"message": _describe(e), "start": start, "end": self._text_len(), "field": None,
-                            "timeout": isinstance(e, engine.PatternTimeoutError)})
+        self.errors.append({"message": describe_error(e), "start": start, "end": self._text_len(), "field": None,
+                            "timeout": isinstance(e, parsing.PatternTimeoutError)})
 
     def finalize(self) -> None:
         """End the stream: flush, close regions, compute the message (unless failed)."""
@@ -188,17 +187,14 @@ class LiveParse:
                              field_names=self.field_names, held=(0, 0))
         text = p.stream_text + self.unparsed
         held = (len(text), len(text)) if self.final else tuple(p.held())
-        try:
-            segments = p.segments()
-        except Exception:  # noqa: BLE001 - some engines only tile after finalize
-            segments = []
         return ParseView(text=text, prefix_length=p.prefix_length, dropped_prefix=p.dropped_prefix,
-                         segments=segments, delimiters=list(p.delimiters), events=self.events,
+                         segments=p.segments(), delimiters=list(p.delimiters), events=self.events,
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
                          message=self.message, final=self.final, field_names=self.field_names)
 
 
-def _describe(e: BaseException) -> str:
+def describe_error(e: BaseException) -> str:
+    """``"ExceptionType: message"`` for showing an exception to the user (never a traceback)."""
     msg = str(e) or type(e).__name__
     return f"{type(e).__name__}: {msg}"
 
@@ -246,7 +242,7 @@ def parse_tools(text: str | None) -> list | None:
 def parse_run(run: Run, template_text: str | None = None) -> ParseView:
     """Re-parse a recorded run (no delays) with ``template_text`` (default: the run's own).
 
-    Raises :class:`engine.TemplateProblem` when the template is invalid.
+    Raises `parsing.TemplateError` when the template is invalid.
     """
     live = LiveParse(template_text if template_text is not None else run.template_text, run.prefix,
                      list(run.tools) if run.tools else None)
@@ -254,87 +250,6 @@ def parse_run(run: Run, template_text: str | None = None) -> ParseView:
         live.feed(chunk)
     live.finalize()
     return live.view()
-
-
-def normalize_events(events: list[dict]) -> list[dict]:
-    """Events without offsets/bookkeeping, adjacent chunks of one region merged (for comparisons)."""
-    out: list[dict] = []
-    for ev in events:
-        ev = {k: v for k, v in ev.items() if k in ("type", "field", "text", "dirty", "value", "message")}
-        if (out and ev["type"] == "region_chunk" and out[-1]["type"] == "region_chunk"
-                and out[-1]["field"] == ev["field"] and out[-1].get("dirty") == ev.get("dirty")):
-            out[-1] = {**out[-1], "text": out[-1]["text"] + ev["text"]}
-        else:
-            out.append(ev)
-    return out
-
-
-def reference_check(run: Run, view: ParseView, template_text: str | None = None) -> dict:
-    """Compare our parse of ``run`` with the installed transformers parser fed the same chunks.
-
-    Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None,
-    "differences": [str, ...], "skipped": str | None}``; never raises.  The reference runs under
-    a total time budget (``engine.REFERENCE_BUDGET_S``): past it, or when our own parse hit a
-    pattern timeout, the check is skipped (``skipped`` says why, ``agree`` is False, no differences).
-    """
-    text = template_text if template_text is not None else run.template_text
-    result = {"agree": False, "ref_message": None, "ref_error": None, "differences": [], "skipped": None}
-    if any(e.get("timeout") for e in view.errors):
-        result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
-                             "time limit, so the transformers parser was not run")
-        return result
-    ref_events: list[dict] = []
-    try:
-        spec = json.loads(text)
-        ref = engine.reference_parser(spec, run.prefix, list(run.tools) if run.tools else None)
-        ref_events += ref.initial_events
-        for chunk in run.chunks:
-            ref_events += ref.feed(chunk)
-        message, final = ref.finalize()
-        ref_events += final
-        result["ref_message"] = message
-    except engine.ReferenceTimeout as e:
-        result["skipped"] = (f"reference check skipped: the transformers parser exceeded the time budget "
-                             f"({e.budget:g}s) on this template")
-        return result
-    except Exception as e:  # noqa: BLE001
-        result["ref_error"] = _describe(e)
-    diffs = result["differences"]
-    ours_err = [e["message"] for e in view.errors]
-    if result["ref_error"] or ours_err:
-        if not (result["ref_error"] and ours_err):
-            diffs.append(f"reference error: {result['ref_error'] or 'none'}; ours: {'; '.join(ours_err) or 'none'}")
-    else:
-        if view.message != result["ref_message"]:
-            diffs.append("message differs:\n  ours: " + _short(view.message) + "\n  reference: "
-                         + _short(result["ref_message"]))
-        ours_n, ref_n = normalize_events(view.events), normalize_events(ref_events)
-        if ours_n != ref_n:
-            for i, (a, b) in enumerate(zip(ours_n, ref_n)):
-                if a != b:
-                    diffs.append(f"event {i} differs:\n  ours: {_short(a)}\n  reference: {_short(b)}")
-                    break
-            else:
-                diffs.append(f"event count differs: ours {len(ours_n)}, reference {len(ref_n)}")
-    result["agree"] = not diffs
-    return result
-
-
-def _short(obj: Any, limit: int = 400) -> str:
-    s = json.dumps(obj, ensure_ascii=False, default=str)
-    return s if len(s) <= limit else s[:limit] + "…"
-
-
-_TOKENISH = re.compile(r"<[^<>\s]{1,40}>|\s+|\w{1,6}|[^\w\s]", re.UNICODE)
-
-
-def split_tokenish(text: str) -> tuple:
-    """Split pasted text into token-like chunks (special tags, words of <= 6 chars,
-    whitespace runs, single symbols) for replaying it as a stream. Joins back to ``text``."""
-    parts = _TOKENISH.findall(text)
-    if "".join(parts) != text:  # defensive: never lose characters
-        return tuple(text[i:i + 4] for i in range(0, len(text), 4))
-    return tuple(parts)
 
 
 @dataclass

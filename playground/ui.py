@@ -24,8 +24,12 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from . import backends, engine, render
+import parsing
+from parsing.streams import replay_chunks, tokenish_chunks
+
+from . import backends, render
 from .export import export_template
+from .reference import reference_check
 from .session import (
     SKELETON_TEMPLATE,
     LiveParse,
@@ -34,8 +38,6 @@ from .session import (
     field_name_hints,
     parse_run,
     parse_tools,
-    reference_check,
-    split_tokenish,
     template_to_text,
 )
 
@@ -274,7 +276,7 @@ def example_run(family: str, transcript: str) -> Run:
         t = fam.transcript(transcript)
     except KeyError as e:
         raise ValueError(f"Not in the library: {e}") from None
-    chunks = t.chunks or ex.replay_chunks(t.output, fam.special_tokens)
+    chunks = t.chunks or replay_chunks(t.output, fam.special_tokens)
     return Run(prefix=t.prefix or "", chunks=tuple(c for c in chunks if c), template_text=template_to_text(fam.template),
                tools=tuple(t.tools) if t.tools else None, source="example")
 
@@ -311,14 +313,14 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     """
     default_model = default_model or backends.default_model()
     initial_template = template_to_text(SKELETON_TEMPLATE)
-    startup_note = f"Model box: {default_model}. Parser engine: {engine.ENGINE}."
+    startup_note = f"Model box: {default_model}."
     if preload:
         try:
             lm = backends.load_model(default_model, trust_remote_code)
             tpl, note = backends.template_for_tokenizer(lm.tokenizer)
             if tpl is not None:
                 initial_template = template_to_text(tpl)
-            startup_note = f"Loaded {backends.model_label(lm)}. Template: {note}. Parser engine: {engine.ENGINE}."
+            startup_note = f"Loaded {backends.model_label(lm)}. Template: {note}."
         except Exception as e:  # noqa: BLE001
             startup_note = f"{e} (you can still use Paste and Examples)."
     families = list_library_families()
@@ -433,8 +435,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                    "error"), gr.skip(), gr.skip(), gr.skip(), *keep, sess)
                     return
                 try:
-                    engine.load_template(tpl_text)
-                except engine.TemplateProblem as p:
+                    parsing.loads_template(tpl_text)
+                except parsing.TemplateError as p:
                     yield (_status(f"Fix the template first: {p.message}", "error"), gr.skip(), gr.skip(),
                            gr.skip(), *keep, sess)
                     return
@@ -568,8 +570,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         def on_template(text, sess: Session, start):
             try:
-                engine.load_template(text)
-            except engine.TemplateProblem as p:
+                parsing.loads_template(text)
+            except parsing.TemplateError as p:
                 sess.template_text = text
                 return (render.template_status_html(p, text), *(gr.skip(),) * len(vis), sess)
             sess.template_text = text
@@ -617,9 +619,9 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 if sess.run is None:
                     yield (_status("Nothing to replay yet."), *(gr.skip(),) * len(vis), sess)
                     return
-                engine.load_template(tpl_text)
+                parsing.loads_template(tpl_text)
                 yield from replay_chunks_of(sess.run, tpl_text, sess, "Replaying")
-            except engine.TemplateProblem as p:
+            except parsing.TemplateError as p:
                 yield (_status(f"Fix the template first: {p.message}", "error"), *(gr.skip(),) * len(vis), sess)
             except Exception as e:  # noqa: BLE001
                 yield (_status(f"{type(e).__name__}: {e}", "error"), *(gr.skip(),) * len(vis), sess)
@@ -630,8 +632,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
         def paste(raw, prefix, tools_text, tpl_text, sess: Session, stream: bool):
             try:
                 tools = parse_tools(tools_text)
-                engine.load_template(tpl_text)
-                run = Run(prefix=prefix or "", chunks=split_tokenish(raw or ""), template_text=tpl_text,
+                parsing.loads_template(tpl_text)
+                run = Run(prefix=prefix or "", chunks=tuple(tokenish_chunks(raw or "")), template_text=tpl_text,
                           tools=tuple(tools) if tools else None, source="paste")
                 if stream:
                     yield from replay_chunks_of(run, tpl_text, sess, "Replaying pasted text")
@@ -640,7 +642,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 chk = reference_check(run, view)
                 sess.run, sess.view, sess.check = run, view, chk
                 yield (_status(f"Parsed {len(raw or '')} characters.", "ok"), *_visuals(view, chk), sess)
-            except engine.TemplateProblem as p:
+            except parsing.TemplateError as p:
                 yield (_status(f"Fix the template first: {p.message}", "error"), *(gr.skip(),) * len(vis), sess)
             except Exception as e:  # noqa: BLE001
                 yield (_status(str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}", "error"),
@@ -687,7 +689,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             lm = backends.load_model(sess.model_id or name, trust_remote_code)
             try:
                 res = export_template(lm.tokenizer, tpl_text, _export_dir())
-            except engine.TemplateProblem as p:
+            except parsing.TemplateError as p:
                 return (_status(f"Fix the template first: {p.message}", "error"),
                         render.template_status_html(p, tpl_text), gr.update(visible=False))
             kind = "ok" if res.roundtrip_ok else "error"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diff import diff_values, same_value, show_value
-from .streams import Outcome, boundaries, chunkings, merged_events, parse_stream
+from ..streams import Outcome, boundaries, chunkings, merged_events, parse_stream
 
 __all__ = ["Finding", "ChecksReport", "run_checks"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diff import DiffEntry, diff_values, format_diff
-from .streams import parse_stream
+from ..streams import parse_stream
 
 __all__ = ["SAMPLE_TOOLS", "Sample", "sample_cases", "RoundTripCase", "RoundTripReport", "roundtrip",
            "split_generation"]

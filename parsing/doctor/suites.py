@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .diff import DiffEntry, diff_values, format_diff
-from .streams import boundaries, chunkings, parse_stream
+from ..streams import boundaries, chunkings, parse_stream
 
 __all__ = [
     "Case",

@@ -2,7 +2,7 @@
 
 import time
 
-from playground.session import split_tokenish
+from parsing.streams import tokenish_chunks
 
 PREFIX = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n"
 
@@ -11,7 +11,7 @@ def test_30k_token_stream_stays_responsive(page):
     calls = "".join('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
                     for _ in range(150))
     raw = ("Step: compute it. " * 2000) + "\n</think>\n" + ("The answer is here. " * 1000) + calls + "<|im_end|>"
-    n_chunks = len(split_tokenish(raw))
+    n_chunks = len(tokenish_chunks(raw))
     assert 28000 <= n_chunks <= 40000
     page.evaluate("() => { window.__long = []; new PerformanceObserver(l => { for (const e of l.getEntries()) "
                   "window.__long.push(e.duration); }).observe({entryTypes: ['longtask']}); }")

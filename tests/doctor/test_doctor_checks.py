@@ -1,8 +1,8 @@
 """Run checks on one recorded run: overwrites, regions open at the end, chunking dependence, errors."""
 
 import parsing
+from parsing import streams
 from parsing.doctor.checks import run_checks
-from parsing.doctor.streams import boundaries, chunkings, merged_events, random_chunks
 
 from doctor_templates import CHATML_PROMPT, CLEAN, GUIDE
 
@@ -72,7 +72,7 @@ def test_region_error_and_parse_error_are_reported():
 
 
 class _ReferenceParser:
-    """The transformers reference parser behind the engine's constructor: it has the known chunking flaw."""
+    """The transformers reference parser behind `parsing.streams`' constructor: it has the known chunking flaw."""
 
     def __new__(cls, template, prefix=None, *, tools=None, spans=False, recover=False, **kw):
         from transformers.utils.chat_parsing import ResponseParser
@@ -86,7 +86,7 @@ WRAP = {"start_anchor": "A", "fields": {"content": {}, "x": {"open": "<x>", "clo
 
 
 def test_chunking_dependence_is_reported_with_cuts_and_diff(monkeypatch):
-    monkeypatch.setattr(parsing, "ResponseParser", _ReferenceParser)
+    monkeypatch.setattr(streams, "ResponseParser", _ReferenceParser)
     report = run_checks(WRAP, "", ["<x>a</x>\n", "</wrap>tail"], chunkings_count=0)
     [f] = by_code(report, "chunking")
     assert f.details["cuts"] == [9] and f.details["what"] == "message"
@@ -96,35 +96,6 @@ def test_chunking_dependence_is_reported_with_cuts_and_diff(monkeypatch):
     assert "chunk boundaries: [9]" in report.format()
 
 
-def test_chunking_quiet_with_our_engine():
+def test_chunking_quiet_with_our_parser():
     report = run_checks(WRAP, "", ["<x>a</x>\n", "</wrap>tail"], chunkings_count=5)
     assert by_code(report, "chunking") == [] and report.chunkings_tried == 6
-
-
-def test_random_chunkings_are_reproducible_and_cover_the_text():
-    text = "<think>abc</think>hello world"
-    a, b = chunkings(text, 4, seed=7), chunkings(text, 4, seed=7)
-    assert a == b and all("".join(c) == text for c in a)
-    assert chunkings(text, 4, seed=8) != a
-    assert boundaries(["ab", "c", "de"]) == [2, 3]
-    import random
-    assert random_chunks("", random.Random(0)) == [""]
-
-
-def test_merged_events_join_adjacent_chunks_and_drop_spans():
-    events = [{"type": "region_chunk", "field": "c", "text": "a", "dirty": False, "start": 0, "end": 1},
-              {"type": "region_chunk", "field": "c", "text": "b", "dirty": False, "start": 1, "end": 2},
-              {"type": "region_close", "field": "c", "value": "ab", "start": 2, "end": 2}]
-    assert merged_events(events) == [{"type": "region_chunk", "field": "c", "text": "ab", "dirty": False},
-                                     {"type": "region_close", "field": "c", "value": "ab"}]
-
-
-def test_long_outputs_are_cut_into_a_bounded_number_of_pieces():
-    import random
-
-    from parsing.doctor.streams import MAX_PIECES
-    text = "x" * (MAX_PIECES * 10)
-    for seed in range(5):
-        pieces = random_chunks(text, random.Random(seed))
-        assert "".join(pieces) == text and len(pieces) <= MAX_PIECES
-    assert max(len(p) for p in random_chunks("abcdefgh" * 10, random.Random(0), max_size=2)) <= 2

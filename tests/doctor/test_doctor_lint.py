@@ -299,7 +299,7 @@ def test_imports_stay_light():
     import sys
     root = pathlib.Path(parsing.__file__).resolve().parent.parent
     code = ("import sys, parsing; assert 'parsing.doctor' not in sys.modules, 'doctor imported by parsing'; "
-            "import parsing.doctor; from parsing.doctor import lint, run_checks; "
+            "import parsing.doctor; from parsing.doctor import run_checks; from parsing.doctor.lint import lint; "
             "lint({'start_anchor': 'A', 'fields': {'content': {}}}); "
             "run_checks({'start_anchor': 'A', 'fields': {'content': {}}}, '', 'hi'); "
             "assert 'transformers' not in sys.modules, 'transformers imported'")

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from parsing.doctor import lint, run_checks, run_suite
+from parsing.doctor import run_checks, run_suite
+from parsing.doctor.lint import lint
 from parsing.doctor.suites import Case, loads_suite
 from playground.doctor_panel import append_case_text, case_from_run, checks_html, export_files, lint_html, suite_html
 from playground.session import Run

@@ -1,4 +1,4 @@
-"""examples.best_template_for: picking a family for a tokenizer, and examples.replay_chunks.
+"""examples.best_template_for: picking a family for a tokenizer, and replaying transcripts.
 
 Tokenizers are built locally (no hub): a tiny BPE trained in well under a second, the family's
 special tokens added, and a chat template. The chat templates below are short hand-written
@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 import examples
+from parsing.streams import replay_chunks
 
 # Hand-written chat-template excerpts, one per family.
 CHAT_TEMPLATES = {
@@ -272,7 +273,7 @@ def test_replay_chunks_keep_special_tokens_whole_and_join_back():
     fam = examples.load_family("gpt_oss")
     for t in fam.transcripts:
         for seed in range(5):
-            chunks = examples.replay_chunks(t.output, fam.special_tokens, seed)
+            chunks = replay_chunks(t.output, fam.special_tokens, seed)
             assert "".join(chunks) == t.output
             assert all(chunks)
             pos = 0
@@ -295,27 +296,6 @@ def test_replay_chunks_keep_special_tokens_whole_and_join_back():
                     i = t.output.find(tok, i + len(tok))
 
 
-def test_replay_chunks_piece_sizes_seeded_and_varied():
-    text = "plain text without markers, long enough to be cut many times over " * 3
-    a = examples.replay_chunks(text, (), seed=1, max_piece=3)
-    assert a == examples.replay_chunks(text, (), seed=1, max_piece=3)
-    assert a != examples.replay_chunks(text, (), seed=2, max_piece=3)
-    assert "".join(a) == text and all(1 <= len(c) <= 3 for c in a)
-    assert {len(c) for c in a} == {1, 2, 3}
-    assert examples.replay_chunks(text, (), seed=0, max_piece=1) == list(text)
-    assert examples.replay_chunks("", ("<x>",), seed=0) == []
-
-
-def test_replay_chunks_prefers_longest_overlapping_token():
-    chunks = examples.replay_chunks("a<|tool_calls_section_begin|>b", ["<|tool_call", "<|tool_calls_section_begin|>"], seed=0, max_piece=1)
-    assert chunks == ["a", "<|tool_calls_section_begin|>", "b"]
-
-
-def test_replay_chunks_rejects_bad_piece_size():
-    with pytest.raises(ValueError):
-        examples.replay_chunks("abc", (), 0, max_piece=0)
-
-
 def test_replay_feeds_a_parser_to_the_same_message():
     """The playground's use: replay a transcript through the reference parser."""
     from transformers.utils.chat_parsing import ResponseParser
@@ -325,7 +305,7 @@ def test_replay_feeds_a_parser_to_the_same_message():
         fam = examples.load_family(name)
         t = rng.choice([t for t in fam.transcripts if "message" in t.outcome])
         p = ResponseParser(fam.template, prefix=t.prefix, tools=t.tools)
-        for c in examples.replay_chunks(t.output, fam.special_tokens, seed=3):
+        for c in replay_chunks(t.output, fam.special_tokens, seed=3):
             p.feed(c)
         assert p.finalize()[0] == t.outcome["message"], (name, t.id)
 
@@ -339,27 +319,3 @@ def test_load_family_errors_and_copies():
     assert a.transcript("reasoning").prefix == a.prefixes["thinking_on"]
     with pytest.raises(KeyError):
         a.transcript("nope")
-
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-TOKENS = ["<think>", "</think>", "<|im_end|>", "<|tool_call_begin|>", "<|tool_call"]
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    parts=st.lists(st.one_of(st.sampled_from(TOKENS), st.text(alphabet="ab<|>/\n ", max_size=6)), max_size=12),
-    seed=st.integers(0, 2**32 - 1),
-    max_piece=st.integers(1, 5),
-)
-def test_replay_chunks_property(parts, seed, max_piece):
-    text = "".join(parts)
-    chunks = examples.replay_chunks(text, TOKENS, seed, max_piece=max_piece)
-    assert "".join(chunks) == text
-    assert all(chunks)
-    for c in chunks:
-        if c not in TOKENS:
-            assert len(c) <= max_piece
-            # a special token is never inside (or split into) plain pieces
-            assert not any(t in c for t in TOKENS)

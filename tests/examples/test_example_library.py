@@ -1,9 +1,9 @@
 """The template library (examples/families): every transcript parses to its hand-written message,
-with the transformers reference and with our engine, in one shot and under many chunkings.
+with the transformers reference and with our `parsing`, in one shot and under many chunkings.
 
 Where a transcript records ``actual`` (the template language cannot express the format, or the
 format makes the parse fail), the test asserts that recorded outcome and checks that it really
-differs from the hand-written expectation, so a fix in the engine or the template shows up as a
+differs from the hand-written expectation, so a fix in `parsing` or the template shows up as a
 failure to update the transcript.
 """
 
@@ -14,12 +14,13 @@ import pytest
 import examples
 from transformers.utils import chat_parsing as reference
 
-import parsing as engine  # our engine (docs/engine-api.md)
+import parsing
+from parsing.streams import feed_all, merged_events, random_chunks, replay_chunks
 
 
 def get_parser_module(name):
-    """``reference`` = transformers 5.23 chat_parsing (the oracle); ``engine`` = our ``parsing``."""
-    return reference if name == "reference" else engine
+    """``reference`` = transformers 5.23 chat_parsing (the oracle); ``parsing`` = ours."""
+    return reference if name == "reference" else parsing
 
 
 FAMILIES = examples.list_families()
@@ -28,38 +29,22 @@ ERRORS = {"ValueError": ValueError, "KeyError": KeyError, "RuntimeError": Runtim
 STANDARD_FIELDS = {"reasoning_content", "content", "tool_calls"}
 
 
-def random_cuts(text, seed, max_len=7):
-    """Chunks cut at arbitrary positions (markers split anywhere), seeded."""
-    rng = random.Random(seed)
-    out, i = [], 0
-    while i < len(text):
-        step = rng.randint(1, max_len)
-        out.append(text[i : i + step])
-        i += step
-    return out
-
-
 def chunkings(family, transcript):
     """The chunkings every transcript is parsed under (named, for failure messages)."""
     text = transcript.output
     yield "one chunk", [text]
     yield "one char per chunk", list(text)
     for seed in range(3):
-        yield f"replay seed {seed}", examples.replay_chunks(text, family.special_tokens, seed)
+        yield f"replay seed {seed}", replay_chunks(text, family.special_tokens, seed)
     for seed in range(2):
-        yield f"random cuts seed {seed}", random_cuts(text, seed)
+        yield f"random cuts seed {seed}", random_chunks(text, random.Random(seed), max_size=7)
     if transcript.chunks is not None:
         yield "recorded chunks", list(transcript.chunks)
 
 
 def stream(module, family, transcript, chunks):
     """Feed chunks to a ResponseParser; return (message, events)."""
-    p = module.ResponseParser(family.template, prefix=transcript.prefix, tools=transcript.tools)
-    events = list(p.initial_events)
-    for c in chunks:
-        events.extend(p.feed(c))
-    message, final = p.finalize()
-    return message, events + final
+    return feed_all(module.ResponseParser(family.template, prefix=transcript.prefix, tools=transcript.tools), chunks)
 
 
 def assert_outcome(outcome, run, label):
@@ -70,7 +55,7 @@ def assert_outcome(outcome, run, label):
         assert run() == outcome["message"], label
 
 
-@pytest.mark.parametrize("parser_name", ["reference", "engine"])
+@pytest.mark.parametrize("parser_name", ["reference", "parsing"])
 @pytest.mark.parametrize("family_name,transcript_id", CASES, ids=[f"{f}/{t}" for f, t in CASES])
 def test_transcript_parses_to_expected(parser_name, family_name, transcript_id):
     module = get_parser_module(parser_name)
@@ -87,30 +72,19 @@ def test_transcript_parses_to_expected(parser_name, family_name, transcript_id):
         assert_outcome(outcome, lambda: stream(module, fam, t, chunks)[0], f"streamed, {label}")
 
 
-def merge_chunks(events):
-    """Merge adjacent region_chunk events of one field: hold-back may split text differently."""
-    out = []
-    for e in events:
-        if out and e["type"] == "region_chunk" and out[-1]["type"] == "region_chunk" and out[-1]["field"] == e["field"]:
-            out[-1] = {**out[-1], "text": out[-1]["text"] + e["text"]}
-        else:
-            out.append(dict(e))
-    return out
-
-
 MESSAGE_CASES = [(f, t) for f, t in CASES if "message" in examples.load_family(f).transcript(t).outcome]
 
 
 @pytest.mark.parametrize("family_name,transcript_id", MESSAGE_CASES, ids=[f"{f}/{t}" for f, t in MESSAGE_CASES])
-def test_engine_events_match_reference(family_name, transcript_id):
+def test_parsing_events_match_reference(family_name, transcript_id):
     """Same events as the reference (after merging adjacent chunks of one region), including the
     prefix's initial events, in one chunk and in replayed chunks."""
     fam = examples.load_family(family_name)
     t = fam.transcript(transcript_id)
     ref = get_parser_module("reference")
-    for label, chunks in [("one chunk", [t.output]), ("replay", examples.replay_chunks(t.output, fam.special_tokens, 7))]:
-        ours = merge_chunks(stream(engine, fam, t, chunks)[1])
-        theirs = merge_chunks(stream(ref, fam, t, chunks)[1])
+    for label, chunks in [("one chunk", [t.output]), ("replay", replay_chunks(t.output, fam.special_tokens, 7))]:
+        ours = merged_events(stream(parsing, fam, t, chunks)[1])
+        theirs = merged_events(stream(ref, fam, t, chunks)[1])
         assert ours == theirs, label
 
 
@@ -151,7 +125,7 @@ def test_template_loads_and_anchor_is_in_every_prefix(family_name):
     fam = examples.load_family(family_name)
     ref = get_parser_module("reference")
     ref.ResponseParser(fam.template, prefix="")  # validates like load_response_template
-    engine.load_template(fam.template)
+    parsing.load_template(fam.template)
     pattern = anchor_pattern(fam.template)
     for name, text in fam.prefixes.items():
         matches = list(pattern.finditer(text))

@@ -42,6 +42,8 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from transformers.utils import chat_parsing as ref  # noqa: E402
+
+from parsing.streams import feed_all, fixed_chunks, merged_events, random_cuts  # noqa: E402
 from transformers.utils.chat_parsing.response_templates import load_response_template as ref_load  # noqa: E402
 
 SELF_CHECK = os.environ.get("DIFF_SELF_CHECK", "") not in ("", "0")
@@ -89,32 +91,12 @@ def resolve_tools(spec: Any) -> Any:
 # chunkings
 
 
-def fixed_chunks(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def random_chunks(text: str, rng: random.Random) -> list[str]:
-    """Random cut points (any number, possibly none), with an occasional empty chunk."""
-    n = len(text)
-    if n == 0:
-        return [""] * rng.randint(1, 3)
-    k = rng.randint(0, n)
-    cuts = sorted(rng.sample(range(1, n), min(k, n - 1))) if n > 1 else []
-    chunks, last = [], 0
-    for c in cuts + [n]:
-        chunks.append(text[last:c])
-        last = c
-        if rng.random() < 0.05:
-            chunks.append("")
-    return chunks
-
-
 def chunkings(text: str, case_id: str, n_random: int = RANDOM_CHUNKINGS) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = [("whole", [text])]
     out += [(f"size{s}", fixed_chunks(text, s)) for s in FIXED_SIZES]
     for k in range(n_random):
         rng = random.Random(f"{case_id}#{k}")
-        out.append((f"random{k}", random_chunks(text, rng)))
+        out.append((f"random{k}", random_cuts(text, rng, empty_rate=0.05)))
     return out
 
 
@@ -146,23 +128,6 @@ class Outcome:
         return f"message={self.message!r}"
 
 
-def merge_events(events: list[dict]) -> list[dict]:
-    """Concatenate adjacent region_chunk events of the same field (holding longer may split differently)."""
-    out: list[dict] = []
-    for ev in events:
-        if (
-            ev.get("type") == "region_chunk"
-            and out
-            and out[-1].get("type") == "region_chunk"
-            and out[-1].get("field") == ev.get("field")
-            and out[-1].get("dirty") == ev.get("dirty")
-        ):
-            out[-1] = dict(out[-1], text=out[-1]["text"] + ev["text"])
-        else:
-            out.append(dict(ev))
-    return out
-
-
 def strict_equal(a: Any, b: Any) -> bool:
     """Equality that distinguishes True/1/1.0, treats NaN as equal to NaN and requires the same dict key
     order (the reference's message order: defaults first, then first assignment; it shows in JSON)."""
@@ -185,7 +150,7 @@ def same_outcome(a: Outcome, b: Outcome, events: bool = True) -> bool:
     if not strict_equal(a.message, b.message):
         return False
     if events and a.events is not None and b.events is not None:
-        return strict_equal(merge_events(a.events), merge_events(b.events))
+        return strict_equal(merged_events(a.events), merged_events(b.events))
     return True
 
 
@@ -194,7 +159,7 @@ def diff_text(expected: Outcome, got: Outcome) -> str:
         return f"expected {expected.describe()} | got {got.describe()}"
     if not strict_equal(expected.message, got.message):
         return f"expected message {expected.message!r} | got {got.message!r}"
-    ee, ge = merge_events(expected.events or []), merge_events(got.events or [])
+    ee, ge = merged_events(expected.events or []), merged_events(got.events or [])
     for i, (x, y) in enumerate(zip(ee, ge)):
         if not strict_equal(x, y):
             return f"merged event #{i}: expected {x!r} | got {y!r}"
@@ -209,12 +174,7 @@ def run_stream(impl, template, prefix, chunks, tools=None, post=()) -> Outcome:
     out = Outcome()
     try:
         parser = impl.ResponseParser(copy.deepcopy(template), prefix, tools=resolve_tools(tools))
-        events = list(parser.initial_events)
-        for chunk in chunks:
-            events += parser.feed(chunk)
-        message, final = parser.finalize()
-        events += final
-        out.message, out.events = message, events
+        out.message, out.events = feed_all(parser, chunks)
     except Exception as exc:  # noqa: BLE001 - the category is what gets compared
         out.error = exc
         return out

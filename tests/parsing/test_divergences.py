@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 import differential as d
+from parsing.streams import fixed_chunks, merged_events
 
 ANCHOR = "<|a|>"
 
@@ -97,12 +98,12 @@ def test_reference_streaming_flaw_is_real(template, prefix, output, chunks, uncu
 @pytest.mark.parametrize("template,prefix,output,chunks,uncut,flawed", DIVERGENCES)
 def test_ours_gives_uncut_result(template, prefix, output, chunks, uncut, flawed):
     ideal = d.ref_ideal(template, prefix, output)
-    chunkings = [chunks] + [d.fixed_chunks(output, n) for n in (1, 2, 3, 4)]
+    chunkings = [chunks] + [fixed_chunks(output, n) for n in (1, 2, 3, 4)]
     for ch in chunkings:
         got = d.run_stream(d.ours, template, prefix, ch)
         assert got.error is None, f"{ch!r}: {got.describe()}"
         assert got.message == uncut, f"chunks={ch!r}"
-        assert d.merge_events(got.events) == d.merge_events(ideal.events), f"chunks={ch!r}"
+        assert merged_events(got.events) == merged_events(ideal.events), f"chunks={ch!r}"
     assert d.run_oneshot(d.ours, template, prefix, output).message == uncut
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import differential as d
+from parsing.streams import fixed_chunks
 
 ANCHOR = "<|a|>"
 
@@ -148,7 +149,7 @@ def scenarios(draw):
 def test_random_templates_match_reference(scenario):
     template, prefix, output, chunk_lists = scenario
     runner = d.CaseRunner("property", template, prefix, output)
-    labelled = [("whole", [output]), ("size1", d.fixed_chunks(output, 1))]
+    labelled = [("whole", [output]), ("size1", fixed_chunks(output, 1))]
     labelled += [(f"drawn{i}", ch) for i, ch in enumerate(chunk_lists)]
     report = runner.run_all(labelled)
     assert not report.mismatches, (
@@ -197,7 +198,7 @@ def test_tool_argument_typing_matches_reference(params):
         "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}}}}
     output = f"<function=f>{body}</function>"
     runner = d.CaseRunner("typing", template, "", output, tools)
-    report = runner.run_all([("whole", [output]), ("size7", d.fixed_chunks(output, 7))])
+    report = runner.run_all([("whole", [output]), ("size7", fixed_chunks(output, 7))])
     assert not report.mismatches, f"tools={tools!r}\noutput={output!r}\n" + d.format_report(report, 3)
 
 
@@ -238,5 +239,5 @@ def test_content_parsers_match_reference(spec, body):
         "open": "<<V>>", "close": "<</V>>", "content": parser, "content_args": args}}}
     output = f"pre<<V>>{body}<</V>>post"
     runner = d.CaseRunner("content", template, "", output)
-    report = runner.run_all([("whole", [output]), ("size5", d.fixed_chunks(output, 5))])
+    report = runner.run_all([("whole", [output]), ("size5", fixed_chunks(output, 5))])
     assert not report.mismatches, f"template={template!r}\noutput={output!r}\n" + d.format_report(report, 3)

@@ -5,7 +5,8 @@ import zipfile
 
 import pytest
 
-from playground import backends, engine
+import parsing
+from playground import backends
 from playground.export import export_template
 from playground.session import SKELETON_TEMPLATE, template_to_text
 
@@ -24,7 +25,7 @@ def test_export_round_trips_and_leaves_shared_tokenizer_alone(tiny_model_no_temp
 
 def test_export_refuses_a_broken_template(tiny_model_dir, tmp_path):
     lm = backends.load_model(tiny_model_dir)
-    with pytest.raises(engine.TemplateProblem):
+    with pytest.raises(parsing.TemplateError):
         export_template(lm.tokenizer, '{"fields": {"a": {"open_pattern": "("}}, "start_anchor": "x"}', tmp_path)
     with pytest.raises(ValueError, match="No tokenizer"):
         export_template(None, template_to_text(SKELETON_TEMPLATE), tmp_path)

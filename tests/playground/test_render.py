@@ -3,8 +3,10 @@
 import json
 from html.parser import HTMLParser
 
+import parsing
+from parsing.streams import tokenish_chunks
 from playground import render
-from playground.session import SKELETON_TEMPLATE, LiveParse, Run, parse_run, split_tokenish, template_to_text
+from playground.session import SKELETON_TEMPLATE, LiveParse, Run, parse_run, template_to_text
 
 TPL = template_to_text(SKELETON_TEMPLATE)
 PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"
@@ -45,7 +47,7 @@ def _parse(html_text):
 
 
 def _run(output, prefix=PREFIX, template=TPL):
-    return Run(prefix=prefix, chunks=split_tokenish(output), template_text=template)
+    return Run(prefix=prefix, chunks=tuple(tokenish_chunks(output)), template_text=template)
 
 
 def test_hostile_text_is_escaped_and_covered_exactly():
@@ -180,12 +182,10 @@ def test_check_badge_and_diff():
 
 
 def test_template_status_shows_path_and_line():
-    from playground import engine
-
     text = '{\n  "start_anchor": "x",\n  "fields": {\n    "a": {"open_pattern": "("}\n  }\n}'
     try:
-        engine.load_template(text)
-    except engine.TemplateProblem as p:
+        parsing.loads_template(text)
+    except parsing.TemplateError as p:
         out = render.template_status_html(p, text)
     else:  # pragma: no cover
         raise AssertionError("bad regex accepted")

@@ -1,67 +1,19 @@
-"""The one adapter between the playground and the parsing engine.
+"""The side-by-side check: the installed transformers parser fed the same chunks as ours.
 
-The playground talks to :func:`load_template`, :func:`make_parser` and
-:func:`reference_parser` only: our engine (`parsing`, docs/engine-api.md) with
-``spans=True, recover=True`` for everything drawn, and the installed transformers
-parser as the oracle of the side-by-side check.
+One entry point, :func:`reference_check` (a recorded `Run` and our `ParseView` in, a verdict dict out;
+never raises).  The transformers 5.23 parser is the oracle; :func:`reference_parser` builds it with every
+regex call under one wall-clock budget, so a catastrophic pattern cannot tie up a worker.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-import parsing
+from parsing.streams import merged_events
 
-ENGINE = "parsing"
-PatternTimeoutError = parsing.PatternTimeoutError  # our engine's regex time limit was hit
-
-
-class TemplateProblem(ValueError):
-    """A template that cannot be used, with where the fault is.
-
-    Attributes: ``message`` (str), ``path`` (str JSON path, "" for the top level or
-    unknown), ``line`` / ``column`` (1-based ints or None) in the JSON text.
-    """
-
-    def __init__(self, message: str, path: str = "", line: int | None = None, column: int | None = None):
-        super().__init__(message)
-        self.message, self.path, self.line, self.column = message, path, line, column
-
-
-def load_template(text_or_spec: Any):
-    """Parse and validate a template given as JSON text or a dict; return the compiled template.
-
-    Raises :class:`TemplateProblem` for any fault (JSON syntax, shape, bad regex, ...), with the
-    JSON path and the line in the text where the engine can locate them.
-    """
-    try:
-        return parsing.load_template(text_or_spec)
-    except parsing.TemplateError as e:
-        line = e.line
-        if line is None and isinstance(text_or_spec, str) and e.path:
-            try:
-                line, _ = parsing.locate_json_path(text_or_spec, e.path)
-            except Exception:  # noqa: BLE001 - location is a nicety
-                line = None
-        return _raise(e.message, e.path, line, e.column)
-    except Exception as e:  # noqa: BLE001 - anything else is still a template fault to show
-        return _raise(f"{type(e).__name__}: {e}")
-
-
-def _raise(message, path="", line=None, column=None):
-    raise TemplateProblem(message, path or "", line, column) from None
-
-
-def make_parser(compiled, prefix: str, tools: list | None = None):
-    """A streaming ``parsing.ResponseParser`` with spans and recovery for ``compiled``.
-
-    It has ``initial_events``, ``feed(text) -> events``, ``finalize() -> (message, events)``,
-    ``stream_text``, ``prefix_length``, ``dropped_prefix``, ``delimiters``, ``held()`` and
-    ``segments()``.  Raises ValueError/KeyError like the reference (e.g. for a prefix that fails).
-    """
-    return parsing.ResponseParser(compiled, prefix, tools=tools or None, spans=True, recover=True)
-
+from .session import ParseView, Run, describe_error
 
 REFERENCE_BUDGET_S = 3.0  # total regex time the reference parser may spend on one run
 
@@ -150,3 +102,60 @@ def reference_parser(template_spec: dict, prefix: str, tools: list | None, budge
     if loaded.start_anchor_re is not None:
         loaded.start_anchor_re = _BudgetedPattern(loaded.start_anchor_re, deadline)
     return ResponseParser(loaded, prefix=prefix, tools=tools or None)
+
+
+def reference_check(run: Run, view: ParseView, template_text: str | None = None) -> dict:
+    """Compare our parse of ``run`` with the installed transformers parser fed the same chunks.
+
+    Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None,
+    "differences": [str, ...], "skipped": str | None}``; never raises.  The reference runs under
+    a total time budget (``REFERENCE_BUDGET_S``): past it, or when our own parse hit a
+    pattern timeout, the check is skipped (``skipped`` says why, ``agree`` is False, no differences).
+    Events are compared in `parsing.streams.merged_events` form (adjacent chunks of a region joined).
+    """
+    text = template_text if template_text is not None else run.template_text
+    result = {"agree": False, "ref_message": None, "ref_error": None, "differences": [], "skipped": None}
+    if any(e.get("timeout") for e in view.errors):
+        result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
+                             "time limit, so the transformers parser was not run")
+        return result
+    ref_events: list[dict] = []
+    try:
+        spec = json.loads(text)
+        ref = reference_parser(spec, run.prefix, list(run.tools) if run.tools else None)
+        ref_events += ref.initial_events
+        for chunk in run.chunks:
+            ref_events += ref.feed(chunk)
+        message, final = ref.finalize()
+        ref_events += final
+        result["ref_message"] = message
+    except ReferenceTimeout as e:
+        result["skipped"] = (f"reference check skipped: the transformers parser exceeded the time budget "
+                             f"({e.budget:g}s) on this template")
+        return result
+    except Exception as e:  # noqa: BLE001 - the reference's error is a result to show, never a traceback
+        result["ref_error"] = describe_error(e)
+    diffs = result["differences"]
+    ours_err = [e["message"] for e in view.errors]
+    if result["ref_error"] or ours_err:
+        if not (result["ref_error"] and ours_err):
+            diffs.append(f"reference error: {result['ref_error'] or 'none'}; ours: {'; '.join(ours_err) or 'none'}")
+    else:
+        if view.message != result["ref_message"]:
+            diffs.append("message differs:\n  ours: " + _short(view.message) + "\n  reference: "
+                         + _short(result["ref_message"]))
+        ours_n, ref_n = merged_events(view.events), merged_events(ref_events)
+        if ours_n != ref_n:
+            for i, (a, b) in enumerate(zip(ours_n, ref_n)):
+                if a != b:
+                    diffs.append(f"event {i} differs:\n  ours: {_short(a)}\n  reference: {_short(b)}")
+                    break
+            else:
+                diffs.append(f"event count differs: ours {len(ours_n)}, reference {len(ref_n)}")
+    result["agree"] = not diffs
+    return result
+
+
+def _short(obj: Any, limit: int = 400) -> str:
+    s = json.dumps(obj, ensure_ascii=False, default=str)
+    return s if len(s) <= limit else s[:limit] + "…"

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from parsing import ResponseParser
+from parsing import ResponseParser, streams
+from parsing.streams import feed_all
 
 CHATML = {
     "defaults": {"role": "assistant"},
@@ -30,21 +31,12 @@ OUTPUT = ('Plan it.\n</think>\n\n<tool_call>\n{"name": "f", "arguments": {"x": 1
 
 def stream(template, prefix, chunks, **kw):
     parser = ResponseParser(template, prefix, spans=True, **kw)
-    events = list(parser.initial_events)
-    for chunk in chunks:
-        events += parser.feed(chunk)
-    message, final = parser.finalize()
-    return parser, message, events + final
+    message, events = feed_all(parser, chunks)
+    return parser, message, events
 
 
 def random_chunks(text, seed):
-    rng = random.Random(seed)
-    out, i = [], 0
-    while i < len(text):
-        n = rng.randint(1, 7)
-        out.append(text[i:i + n])
-        i += n
-    return out
+    return streams.random_chunks(text, random.Random(seed), max_size=7)
 
 
 def assert_tiles(parser):
