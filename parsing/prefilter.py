@@ -1,0 +1,351 @@
+"""Prefilters: the literals a delimiter's every match must start with, so no regex runs before one is present.
+
+Most delimiter patterns begin with a literal (``<\\|channel\\|>commentary to=functions\\.(?P<name>...)``,
+``<｜tool▁call▁begin｜>...``, ``(?=\\{\\s*"name")``). A match attempt can only succeed, completely or partially
+(the text ends inside a possible match), at a position where the text starts with one of those literals, or
+where the rest of the text is a proper prefix of one. `derive_prefilter` finds such literals with a small,
+conservative reading of the pattern; whatever it does not fully understand gives no prefilter (the pattern
+then runs everywhere, as before), never a wrong one. Positions the prefilter rules out are positions where
+``regex`` would find neither a match nor a partial match, so a search may start at the first candidate
+instead of at the scan position and return the same result (lookbehinds still see the text before it).
+
+The reading covers literal characters and escapes, groups (capturing, named, non-capturing, atomic) with
+alternations, quantifiers (an optional atom ends the literal), positive lookaheads (their literal is text at
+the match start), zero-width assertions that consume nothing (negative lookahead, lookbehinds, ``\\b``,
+``\\B``), and ``^`` / ``\\A`` (with MULTILINE off they match only at the start of the searched string). It gives
+up on the whole pattern for inline flags other than ``s`` (in the ``regex`` module they apply to the whole
+pattern, wherever written), fuzzy matching, ``\\K``, ``\\G``, recursion, conditionals and anything unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Escapes of these characters stand for the character itself (checked against `regex` by the tests).
+_LITERAL_ESCAPES = frozenset("\\.^$*+?{}[]()|-#&~/ :;,=!\"'@%`<>_")
+_CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
+_METACHARS = frozenset(".^$*+?{}[]()|\\")
+# Zero-width escapes that consume nothing and may be stepped over.
+_ZERO_WIDTH_ESCAPES = frozenset("bB")
+_START_ESCAPES = frozenset("A")
+# Global inline flags (`(?i)`, `(?V1)`, `(?r)` ...) change how the whole pattern matches.
+_GLOBAL_FLAGS = re.compile(r"\(\?([-a-zA-Z0-9]*)\)")
+# Escapes after an even number of backslashes.
+_UNSAFE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[KG]")
+_BRACE = re.compile(r"(?<!\\)(?:\\\\)*\{")
+_REPEAT_BODY = re.compile(r"\d*(?:,\d*)?\}")
+
+MAX_FINDER_CHARS = 4000  # literals longer than this in all get no compiled finder (its pattern would be huge)
+
+
+class _GiveUp(Exception):
+    """The pattern uses something the reading does not cover: no prefilter."""
+
+
+class _Start:
+    """Marker: an alternative that can only match at the start of the searched string (``^``, ``\\A``)."""
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return "START"
+
+
+START = _Start()
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Where a delimiter's match attempts can succeed.
+
+    Attributes:
+        literals: non-empty strings; an attempt at position p can succeed (completely, or partially at the
+            end of the text) only if the text at p starts with one of them or the rest of the text is a proper
+            prefix of one.
+        at_start: an alternative can match at position 0 of the searched string, whatever the text there.
+        first_chars: the first characters of `literals` (a chunk with none of them, arriving when nothing is
+            held, cannot hold the start of a match unless at_start applies).
+        finder: compiled stdlib pattern whose ``search(text, pos)`` finds the first candidate position at or
+            after ``pos`` (None when the literals are too long to compile into one pattern).
+    """
+
+    literals: tuple[str, ...]
+    at_start: bool
+    first_chars: str
+    finder: re.Pattern | None
+
+    def candidate(self, text: str, pos: int) -> int:
+        """The first position >= ``pos`` where an attempt could succeed, or -1 when there is none.
+
+        A position at the very end of ``text`` is a candidate only for `at_start` with ``pos == 0 ==
+        len(text)`` (``^`` matching an empty text); elsewhere an empty remainder cannot start a match.
+        """
+        if self.at_start and pos == 0:
+            return 0
+        if self.finder is not None:
+            m = self.finder.search(text, pos)
+            return -1 if m is None else m.start()
+        return _slow_candidate(self.literals, text, pos)
+
+
+def _slow_candidate(literals: tuple[str, ...], text: str, pos: int) -> int:
+    end = len(text)
+    best = -1
+    for lit in literals:
+        i = text.find(lit, pos)
+        if i != -1 and (best == -1 or i < best):
+            best = i
+    limit = end if best == -1 else best
+    longest = max(len(lit) for lit in literals)
+    for p in range(max(pos, end - longest + 1), limit):
+        rest = text[p:]
+        if any(len(lit) > len(rest) and lit.startswith(rest) for lit in literals):
+            return p
+    return best
+
+
+def _finder_source(literals, at_start: bool) -> str:
+    """A stdlib regex matching, at a position, any literal, or a proper prefix of one that runs to the end."""
+    trie: dict = {}
+    for lit in literals:
+        node = trie
+        for char in lit:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a literal ends here
+
+    def emit(node: dict, root: bool) -> str:
+        if "" in node:
+            return ""  # a whole literal is present: accept here
+        options = [re.escape(char) + emit(child, False) for char, child in node.items()]
+        if not root:
+            options.append(r"\Z")  # the text ended inside the literal
+        return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+    body = emit(trie, True) if literals else ""
+    if at_start:
+        return r"\A" + ("|" + body if body else "")
+    return body
+
+
+def make_prefilter(literals, at_start: bool = False) -> Prefilter | None:
+    """A `Prefilter` for these literals (a literal delimiter's own, or those derived from a pattern).
+
+    Returns None when there is nothing to filter on (no literal and not `at_start`).
+    """
+    literals = tuple(dict.fromkeys(lit for lit in literals if lit))
+    if not literals and not at_start:
+        return None
+    finder = None
+    if sum(len(lit) for lit in literals) <= MAX_FINDER_CHARS:
+        try:
+            finder = re.compile(_finder_source(literals, at_start), re.DOTALL)
+        except (re.error, RecursionError, OverflowError):  # pragma: no cover - deep nesting; use the loop
+            finder = None
+    if finder is None and not literals:
+        return None  # pragma: no cover
+    return Prefilter(literals, at_start, "".join(dict.fromkeys(lit[0] for lit in literals)), finder)
+
+
+def derive_prefilter(source: str) -> Prefilter | None:
+    """The prefilter of a delimiter pattern (DOTALL on, MULTILINE off, ``regex`` module syntax), or None.
+
+    None means: no literal could be derived with certainty (a pattern that can match anywhere, such as
+    ``\\s*</x>``, or one using syntax this reading gives up on); the pattern must then run at every position.
+    """
+    try:
+        if _UNSAFE_ESCAPE.search(source):
+            raise _GiveUp("\\K / \\G")
+        for flags in _GLOBAL_FLAGS.findall(source):
+            if set(flags) - {"s"}:
+                raise _GiveUp("inline flags")
+        for m in _BRACE.finditer(source):
+            if not _REPEAT_BODY.match(source, m.end()):
+                raise _GiveUp("a brace that is not a plain repeat (fuzzy matching, or a literal brace)")
+        heads, i = _alternation(source, 0)
+        if i != len(source):
+            raise _GiveUp("unbalanced parenthesis")
+    except (_GiveUp, IndexError):
+        return None
+    if heads is None:
+        return None
+    return make_prefilter(sorted(h for h in heads if h is not START), START in heads)
+
+
+def _alternation(src: str, i: int):
+    """Heads of ``alt|alt|...`` starting at ``i``, up to an unmatched ``)`` or the end: (set or None, index)."""
+    heads: set | None = set()
+    while True:
+        alt, i = _sequence(src, i)
+        if alt is None or heads is None:
+            heads = None
+        else:
+            heads |= alt
+        if i < len(src) and src[i] == "|":
+            i += 1
+            continue
+        return heads, i
+
+
+def _sequence(src: str, i: int):
+    """Heads of one alternative: every text it matches starts with one of them. (set or None, index past it)."""
+    literal = ""
+    while i < len(src) and src[i] not in "|)":
+        kind, value, i = _atom(src, i)
+        low, i = _quantifier(src, i)
+        if kind == "zero" or (kind == "start" and low == 0):
+            continue  # consumes nothing: the literal goes on after it
+        if kind == "char" and low is None:
+            literal += value
+            continue
+        if kind == "char" and low:  # repeated, at least once: the literal ends after its first copy
+            return _skip_rest(src, i, {literal + value})
+        if kind == "start":
+            return _skip_rest(src, i, {literal} if literal else {START})
+        if kind in ("group", "lookahead") and low != 0 and value is not None:
+            joined = {literal + h for h in value if h is not START}
+            if START in value and not literal:
+                joined.add(START)
+            return _skip_rest(src, i, joined or {literal})
+        # An optional atom, a class, `.`, `$`, a backreference, a group of unknown heads: the literal ends here.
+        return _skip_rest(src, i, {literal} if literal else None)
+    return ({literal} if literal else None), i
+
+
+def _skip_rest(src: str, i: int, result):
+    """Parse (for syntax checks) and skip the rest of an alternative whose heads are already known."""
+    while i < len(src) and src[i] not in "|)":
+        _, _, i = _atom(src, i)
+        _, i = _quantifier(src, i)
+    return result, i
+
+
+def _atom(src: str, i: int):
+    """One atom at ``i``: (kind, value, index past it). Kinds: char (value: the character), zero (consumes
+    nothing), start (``^``/``\\A``), group / lookahead (value: heads or None), other (anything else)."""
+    c = src[i]
+    if c == "\\":
+        e = src[i + 1]
+        if e in _LITERAL_ESCAPES:
+            return "char", e, i + 2
+        if e in _CONTROL_ESCAPES:
+            return "char", _CONTROL_ESCAPES[e], i + 2
+        if e in _ZERO_WIDTH_ESCAPES:
+            return "zero", None, i + 2
+        if e in _START_ESCAPES:
+            return "start", None, i + 2
+        if e in "pPNxuUgL":  # escapes with an argument: skip it
+            j = i + 2
+            if j < len(src) and src[j] in "{<":
+                close = src.index("}" if src[j] == "{" else ">", j)
+                return "other", None, close + 1
+            if e in "xuU":
+                width = {"x": 2, "u": 4, "U": 8}[e]
+                return "other", None, j + width
+            return "other", None, j + 1
+        if e.isdigit():
+            j = i + 1
+            while j < len(src) and src[j].isdigit():
+                j += 1
+            return "other", None, j
+        if e.isalpha():
+            return "other", None, i + 2  # \w \d \s \m \M \Z \z \X ...
+        raise _GiveUp(f"unknown escape \\{e}")
+    if c == "[":
+        return "other", None, _class_end(src, i)
+    if c == "(":
+        return _group(src, i)
+    if c == "^":
+        return "start", None, i + 1
+    if c in "$.":
+        return "other", None, i + 1
+    if c in "*+?{":
+        raise _GiveUp("a quantifier with nothing to repeat")
+    if c in "]}":
+        return "other", None, i + 1
+    return "char", c, i + 1
+
+
+def _class_end(src: str, i: int) -> int:
+    """Index past the character class starting at ``i`` (``[``)."""
+    j = i + 1
+    if j < len(src) and src[j] == "^":
+        j += 1
+    if j < len(src) and src[j] == "]":
+        j += 1
+    while src[j] != "]":
+        if src[j] == "\\":
+            j += 1
+        elif src[j] == "[":
+            if src.startswith("[:", j):  # POSIX class [:alpha:]
+                j = src.index(":]", j + 2) + 1
+            else:
+                raise _GiveUp("nested set")
+        j += 1
+    return j + 1
+
+
+def _group(src: str, i: int):
+    """A parenthesised construct at ``i``: (kind, heads, index past the closing parenthesis)."""
+    j = i + 1
+    kind = "group"
+    if src.startswith("?", j):
+        j += 1
+        c = src[j]
+        if c == ":" or c == ">":
+            j += 1
+        elif c == "P" and src.startswith("<", j + 1):
+            j = src.index(">", j + 2) + 1
+        elif c == "<" and src[j + 1] not in "=!":
+            j = src.index(">", j + 1) + 1
+        elif c == "=":
+            kind, j = "lookahead", j + 1
+        elif c in "!" or (c == "<" and src[j + 1] in "=!"):
+            j += 1 if c == "!" else 2
+            _, j = _alternation(src, j)
+            if src[j] != ")":
+                raise _GiveUp("unclosed assertion")
+            return "zero", None, j + 1
+        elif c == "#":
+            j = src.index(")", j) + 1
+            return "zero", None, j
+        elif c in "-s" or c.isalpha():
+            flags = re.match(r"[-a-zA-Z0-9]*", src[j:]).group(0)
+            k = j + len(flags)
+            if src[k] == ":" and set(flags) <= {"s"}:
+                j = k + 1
+            elif src[k] == ":":
+                _, end = _alternation(src, k + 1)  # scoped flags: what the group matches is not a literal
+                if src[end] != ")":
+                    raise _GiveUp("unclosed group")
+                return "other", None, end + 1
+            else:
+                raise _GiveUp(f"group (?{flags}{src[k]}")
+        else:
+            raise _GiveUp(f"group (?{c}")
+    heads, j = _alternation(src, j)
+    if j >= len(src) or src[j] != ")":
+        raise _GiveUp("unclosed group")
+    return kind, heads, j + 1
+
+
+def _quantifier(src: str, i: int):
+    """A quantifier at ``i``: (minimum repetitions, or None when there is no quantifier; index past it)."""
+    if i >= len(src):
+        return None, i
+    c = src[i]
+    if c in "*?":
+        low, i = 0, i + 1
+    elif c == "+":
+        low, i = 1, i + 1
+    elif c == "{":
+        m = re.compile(r"\{(\d*)(?:,(\d*))?\}").match(src, i)
+        if m is None:
+            raise _GiveUp("brace")
+        low, i = int(m.group(1) or 0), m.end()
+    else:
+        return None, i
+    if i < len(src) and src[i] in "?+":  # lazy / possessive
+        i += 1
+    return low, i
+
+
+__all__ = ["Prefilter", "START", "derive_prefilter", "make_prefilter"]

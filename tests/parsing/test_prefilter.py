@@ -1,0 +1,169 @@
+"""`parsing.prefilter`: the literals derived from a delimiter pattern never rule out a position where the regex
+could match or partially match, and a search started at the first candidate gives what a search from the scan
+position gives. Random patterns mix every construct the reading understands with several it gives up on."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from examples import list_families, load_family
+from parsing.prefilter import _LITERAL_ESCAPES, derive_prefilter, make_prefilter
+
+
+def heads(pattern):
+    pf = derive_prefilter(pattern)
+    return None if pf is None else (sorted(pf.literals), pf.at_start)
+
+
+@pytest.mark.parametrize("pattern, literals, at_start", [
+    (r"<\|channel\|>analysis", ["<|channel|>analysis"], False),
+    (r"(?:<\|channel\|>commentary to=functions\.(?P<name>[^\s<]+)|<\|start\|>assistant to=functions\."
+     r"(?P<name>[^\s<]+)<\|channel\|>commentary)[^<]*<\|message\|>",
+     ["<|channel|>commentary to=functions.", "<|start|>assistant to=functions."], False),
+    (r"<\|python_tag\|>|(?=\{\s*\"name\"\s*:)", ["<|python_tag|>", "{"], False),
+    (r";\s*(?=\{)|<\|eom_id\|>", [";", "<|eom_id|>"], False),
+    (r">>>(?!all\n)(?P<name>[\w.-]+)\n", [">>>"], False),
+    (r"functools(?=\[)", ["functools["], False),
+    (r"Here(?: is|'s) my thought", ["Here is", "Here's"], False),
+    (r"<tool_call>\s*<function=", ["<tool_call>"], False),
+    (r"ab+c", ["ab"], False),
+    (r"ab?c", ["a"], False),
+    (r"a{2,3}", ["a"], False),
+    (r"(?<=x)\bab", ["ab"], False),
+    (r"(?:ab|cd)ef", ["ab", "cd"], False),
+    (r"(?>ab)c", ["ab"], False),
+    (r"(?s:ab)c", ["ab"], False),
+    (r"(?#note)ab", ["ab"], False),
+    (r"\n\t", ["\n\t"], False),
+    (r"^", [], True),
+    (r"\A<s>|<b>", ["<b>"], True),
+    (r"(?=^)x|y", ["y"], True),
+    (r"x^", ["x"], False),
+    (r"ab(?i:cd)", ["ab"], False),
+    (r"[[:alpha:]]x|y", None, None),
+])
+def test_library_style_patterns(pattern, literals, at_start):
+    assert heads(pattern) == (None if literals is None else (literals, at_start))
+
+
+@pytest.mark.parametrize("pattern", [
+    r"", r"\s*</x>", r".abc", r"a?b", r"(?:a|)b", r"x*", r"[ab]c", r"(?:ab)?c", r"$", r"\bx?", r"(?!a)",
+    r"(?i)abc", r"abc(?i)", r"(?V1)abc", r"(?r)abc", r"(?:abc){e<=1}", r"ab{e<=1}", r"a\Kb", r"\Gabc", r"a{b",
+    r"(?|a)", r"(?(1)a|b)", r"(?R)", r"(?1)", r"(?&n)", r"(?P>n)", r"\1a", r"(?P=n)a", r"\w+:",
+])
+def test_patterns_without_a_certain_literal(pattern):
+    assert derive_prefilter(pattern) is None
+
+
+def test_every_library_pattern_gets_a_prefilter():
+    """Every open/close pattern of the library's 25 families yields literals (or the stream start)."""
+    for name in list_families():
+        for field, spec in load_family(name).template["fields"].items():
+            for key in ("open_pattern", "close_pattern"):
+                if key in spec:
+                    assert derive_prefilter(spec[key]) is not None, (name, field, key)
+
+
+def test_literal_escapes_stand_for_the_character():
+    for char in _LITERAL_ESCAPES:
+        assert regex.compile("\\" + char).fullmatch(char), char
+    assert set(string.punctuation) <= _LITERAL_ESCAPES
+
+
+def test_candidate_finds_literals_and_cut_off_literals():
+    pf = make_prefilter(["<|call|>", "<|end|>"])
+    assert pf.candidate("abc <|end|> <|call|>", 0) == 4
+    assert pf.candidate("abc <|end|> <|call|>", 5) == 12
+    assert pf.candidate("abc <|ca", 0) == 4  # a proper prefix at the end of the text
+    assert pf.candidate("abc <|cx", 0) == -1
+    assert pf.candidate("abc <", 0) == 4
+    assert pf.candidate("", 0) == -1
+    start = make_prefilter(["b"], at_start=True)
+    assert start.candidate("xxb", 0) == 0 and start.candidate("xxb", 1) == 2 and start.candidate("", 0) == 0
+
+
+def test_candidate_without_compiled_finder_agrees():
+    lits = ["<a>", "<a>xyz", "zz"]
+    fast = make_prefilter(lits)
+    slow = make_prefilter(lits)
+    object.__setattr__(slow, "finder", None)
+    for text in ["", "<", "<a", "<a>x", "q<a>xy", "zq<a", "z", "abzz", "<b<a>"]:
+        for pos in range(len(text) + 1):
+            assert fast.candidate(text, pos) == slow.candidate(text, pos), (text, pos)
+
+
+# ---------------------------------------------------------------- random patterns
+ATOMS = ["a", "b", "<", ">", r"\<", r"\n", r"\.", ".", "[ab]", r"\w", r"\s", r"\b", r"\B", "^", "$", r"\A", r"\Z"]
+
+
+def _pattern():
+    leaf = st.sampled_from(ATOMS)
+
+    def extend(children):
+        seq = st.lists(children, min_size=1, max_size=4).map("".join)
+        alts = st.lists(seq, min_size=1, max_size=3).map("|".join)
+        quant = st.sampled_from(["", "", "", "?", "*", "+", "{2}", "{0,1}", "{1,2}", "??", "+?"])
+        group = st.tuples(st.sampled_from(["(", "(?:", "(?P<g>", "(?>", "(?=", "(?!", "(?<=", "(?<!", "(?s:",
+                                           "(?i:"]), alts, quant)
+        return st.one_of(seq, group.map(lambda t: t[0] + t[1] + ")" + t[2]),
+                         st.tuples(children, quant).map("".join))
+
+    top = st.recursive(leaf, extend, max_leaves=5)
+    return st.lists(top, min_size=1, max_size=3).map("|".join)
+
+
+# Texts made of pieces the patterns are built from, so that matches and cut-off matches are common.
+TEXTS = st.lists(st.sampled_from(["a", "b", "<", ">", "\n", "ab", "<a", "b>", "<<", "ba"]), max_size=7).map("".join)
+
+
+def _compiled(pattern):
+    try:
+        return regex.compile(pattern, regex.DOTALL)
+    except regex.error:
+        return None
+
+
+def _key(m):
+    return None if m is None else (m.span(), bool(m.partial), m.groups())
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pattern=_pattern(), text=TEXTS)
+def test_prefilter_never_rules_out_a_match(pattern, text):
+    rx = _compiled(pattern)
+    if rx is None or regex.compile(r"\(\?P<g>.*\(\?P<g>").search(pattern):
+        return
+    pf = derive_prefilter(pattern)
+    if pf is None:
+        return
+    end = len(text)
+    for p in range(end + 1):
+        m = rx.match(text, p, partial=True)
+        if m is not None and (p < end or not m.partial):
+            assert pf.candidate(text, p) == p, (pattern, text, p, m)
+    for pos in range(end + 1):
+        c = pf.candidate(text, pos)
+        for partial in (True, False):
+            whole = rx.search(text, pos, partial=partial)
+            if c == -1:
+                assert whole is None or (whole.partial and whole.start() == end), (pattern, text, pos, whole)
+            else:
+                assert _key(rx.search(text, c, partial=partial)) == _key(whole), (pattern, text, pos, c)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lits=st.lists(st.text("ab<|>", min_size=1, max_size=5), min_size=1, max_size=4),
+       text=st.text("ab<|>", max_size=12))
+def test_literal_prefilter_matches_the_escaped_alternation(lits, text):
+    """For literal delimiters the prefilter is exact about where a literal or a cut-off literal begins."""
+    pf = make_prefilter(lits)
+    rx = regex.compile("|".join(regex.escape(s) for s in sorted(lits, key=len, reverse=True)))
+    for pos in range(len(text) + 1):
+        m = rx.search(text, pos, partial=True)
+        expected = -1 if m is None or (m.partial and m.start() == len(text)) else m.start()
+        assert pf.candidate(text, pos) == expected, (lits, text, pos)
