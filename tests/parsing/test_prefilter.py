@@ -159,11 +159,14 @@ def test_prefilter_never_rules_out_a_match(pattern, text):
 @settings(max_examples=300, deadline=None)
 @given(lits=st.lists(st.text("ab<|>", min_size=1, max_size=5), min_size=1, max_size=4),
        text=st.text("ab<|>", max_size=12))
-def test_literal_prefilter_matches_the_escaped_alternation(lits, text):
-    """For literal delimiters the prefilter is exact about where a literal or a cut-off literal begins."""
+def test_literal_prefilter_finds_the_first_literal_or_cut_off_literal(lits, text):
+    """For literals the candidate is exactly the first position where one starts or where the text ends inside
+    one, and never after the first complete match of the escaped alternation."""
     pf = make_prefilter(lits)
     rx = regex.compile("|".join(regex.escape(s) for s in sorted(lits, key=len, reverse=True)))
     for pos in range(len(text) + 1):
-        m = rx.search(text, pos, partial=True)
-        expected = -1 if m is None or (m.partial and m.start() == len(text)) else m.start()
+        expected = next((p for p in range(pos, len(text)) if any(
+            text.startswith(lit, p) or (len(text) - p < len(lit) and lit.startswith(text[p:])) for lit in lits)), -1)
         assert pf.candidate(text, pos) == expected, (lits, text, pos)
+        m = rx.search(text, pos)
+        assert m is None or 0 <= expected <= m.start()
