@@ -8,7 +8,9 @@ never change a message the reference's one-shot parse would give:
   is kept as lookbehind context) and region bodies are kept as lists of
   chunks, so a feed costs time in the size of the chunk, not of the stream.
 * Every chunking gives the one-shot result: a delimiter whose match could
-  still change is held until decided (see `parsing.scanner`).
+  still change is held until decided; the reference's own rule decides only
+  where its one-shot parse applies it, at the end of the prefix and at the
+  end of the generation (see `parsing.scanner`).
 * Opt-in extras: ``spans=True`` (offsets on every event, delimiter matches,
   held bytes, a tiling of the stream into segments) and ``recover=True``
   (a region whose value cannot be built becomes a ``region_error`` event and
@@ -26,7 +28,7 @@ from typing import Any, Callable
 from .budget import ParseContext
 from .content import parse_content
 from .errors import BudgetExceededError
-from .scanner import Hit, scan
+from .scanner import Hit, scan, scan_as_reference
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
 from .transform import transform_value
@@ -125,11 +127,16 @@ class ResponseParser:
         behind = [d.lookbehind for watch in self._watch.values() for d in watch if d.literals is None]
         self._keep_context = bool(behind)
         self._context = None if None in behind else max(behind, default=0) + CONTEXT_CHARS
+        # Delimiters searched from the search origin (\G, fuzzy, reverse) need the text from there on.
+        self._origin_search = any(d.search_from_origin for watch in self._watch.values() for d in watch)
         self._output: dict[str, Any] = deepcopy(self.template.defaults)
-        # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset.
+        # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset;
+        # `_origin` is where the reference's next search starts: the end of the last delimiter, or where it last
+        # flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
         self._buf = ""
         self._base = 0
         self._pos = 0
+        self._origin = 0
         self._current: str | None = self._implicit
         self._opened = False
         self._captures: dict = {}
@@ -161,7 +168,9 @@ class ResponseParser:
         if kept:
             self.prefix_length = len(kept)
             self._append(kept)
-            self._process(self.initial_events, eos=False)
+            # The reference runs the prefix through its parser on its own, before any generation, so the end
+            # of the prefix is a chunk boundary even for a one-shot parse: decided by its rule there.
+            self._process(self.initial_events, eos=False, as_reference=True)
 
     # ----------------------------------------------------------------- public API
     def feed(self, text: str) -> list[dict]:
@@ -232,6 +241,9 @@ class ResponseParser:
 
     def _finalize(self) -> tuple[dict, list[dict]]:
         events: list[dict] = []
+        # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only
+        # follow where no more text can come), then flushes at the end of the stream.
+        self._process(events, eos=False, as_reference=True)
         self._process(events, eos=True)
         if self._spans and self._pos < self._end:
             # Text left unparsed (only after a zero-width implicit close): account for it.
@@ -318,7 +330,7 @@ class ResponseParser:
 
     def _trim(self) -> None:
         """Drop consumed text from the scan buffer, keeping what the template's lookbehinds can reach (plus a margin)."""
-        consumed = self._pos - self._base
+        consumed = (min(self._pos, self._origin) if self._origin_search else self._pos) - self._base
         if not self._keep_context:
             cut = consumed
         elif self._context is not None and consumed >= TRIM_EVERY + self._context:
@@ -339,19 +351,26 @@ class ResponseParser:
             watch.append(self._fields[self._implicit].close)
         return watch
 
-    def _process(self, events: list[dict], eos: bool) -> None:
+    def _process(self, events: list[dict], eos: bool, as_reference: bool = False) -> None:
+        """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
+        own rule (`scan_as_reference`), for the end of the prefix and the end of the generation."""
         base = self._base
         ctx = self._ctx
         while True:
             if ctx.deadline is not None:
                 ctx.check()
             watch = self._watch[self._current]
-            hit, hold = scan(watch, self._buf, self._pos - base, eos, ctx) if watch else (None, len(self._buf))
+            if not watch:
+                hit, hold = None, len(self._buf)
+            elif as_reference:
+                hit, hold = scan_as_reference(watch, self._buf, self._pos - base, self._origin - base, ctx)
+            else:
+                hit, hold = scan(watch, self._buf, self._pos - base, eos, ctx, self._origin - base)
             if hit is not None:
                 start, end = hit.start + base, hit.end + base
                 if start > self._pos:
                     self._route(events, self._pos, start)
-                self._pos = end
+                self._pos = self._origin = end
                 if hit.kind == "open":
                     self._close_current(events, start, start)
                     self._record_delimiter(hit, start, end)
@@ -370,6 +389,8 @@ class ResponseParser:
                 self._close_current(events, self._end, self._end)
                 break
             hold_abs = hold + base
+            if as_reference:  # the reference's search position moves to where it flushes
+                self._origin = max(self._origin, hold_abs)
             if hold_abs > self._pos:
                 self._route(events, self._pos, hold_abs)
                 self._pos = hold_abs

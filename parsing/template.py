@@ -64,8 +64,18 @@ class Delimiter:
         attempt_regex: for a pattern with ``\\K`` (which drops the text matched
             before it from the match), the same pattern without ``\\K``, whose
             match starts where the attempt began: hold-back must start there.
-        anchored_at_search_start: the pattern uses ``\\G`` (matches where the
-            search starts), so results depend on where scanning resumes.
+        search_from_origin: what the pattern matches depends on where a search
+            starts (``\\G``, fuzzy matching, a reverse search), so it is always
+            searched from where the reference would search: the end of the last
+            delimiter (see `parsing.scanner`), never from a flush position.
+        unbounded: fuzzy matching (``{e<=1}``...): which match a search finds
+            cannot be bounded by looking at the text near the buffer edge, so the
+            scanner holds from the search origin until the end of the stream.
+        reverse: the pattern searches backwards (``(?r)``): a search finds the
+            match that ends last.
+        forward_regex: for a reverse search (``(?r)``), the same pattern searching
+            forwards (None if it could not be derived); its leftmost partial or
+            complete match bounds where the reverse match can still start.
     """
 
     field: str | None
@@ -80,7 +90,10 @@ class Delimiter:
     ordered: tuple[str, ...] = ()
     first_chars: str = ""
     attempt_regex: Any = None
-    anchored_at_search_start: bool = False
+    search_from_origin: bool = False
+    unbounded: bool = False
+    reverse: bool = False
+    forward_regex: Any = None
 
     @property
     def is_literal(self) -> bool:
@@ -167,6 +180,67 @@ def _join_path(*parts: str) -> str:
 # `\K` / `\G` as regex escapes (preceded by an even number of backslashes).
 _ESCAPE_K = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\K")
 _ESCAPE_G = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\G")
+# An inline flag group that sets REVERSE: `(?r)`, `(?ri)`, `(?r:...)`.
+_REVERSE_FLAG = _stdlib_re.compile(r"(?<!\\)((?:\\\\)*\(\?)([a-zA-Z0-9]*)r([a-zA-Z0-9-]*[:)])")
+# The body of a fuzzy constraint `{...}` (`e`, `i<=2`, `1<=e<=3`, `2i+2d+1s<=4`, `e<=1:[a-z]`), read loosely:
+# a quantifier `{2,3}` has no constraint letter, and mistaking odd text for a constraint only costs speed.
+_FUZZY_BODY = _stdlib_re.compile(r"[\d\s<=+,eids]*[eids][\d\s<=+,eids]*(?::.*)?", _stdlib_re.DOTALL)
+
+
+def _uses_fuzzy_matching(source: str) -> bool:
+    """Whether a `regex` pattern has a fuzzy constraint (``(?:END){e<=1}``). Skips escapes (``\\p{Greek}``,
+    ``\\N{...}``), character classes and comments; errs towards yes."""
+    i, n = 0, len(source)
+    while i < n:
+        char = source[i]
+        if char == "\\":
+            i += 2
+            if i < n and source[i] == "{" and source[i - 1].isalpha():  # \p{..}, \N{..}, \x{..}
+                close = source.find("}", i)
+                i = n if close < 0 else close + 1
+            continue
+        if char == "[":  # a character class: skip to its end (nested sets and [:posix:] classes included)
+            depth, i = 1, i + 1
+            if source.startswith("^", i):
+                i += 1
+            if source.startswith("]", i):
+                i += 1
+            while i < n and depth:
+                if source[i] == "\\":
+                    i += 1
+                elif source.startswith("[:", i):
+                    close = source.find(":]", i + 2)
+                    i = i if close < 0 else close + 1
+                elif source[i] == "[":
+                    depth += 1
+                elif source[i] == "]":
+                    depth -= 1
+                i += 1
+            continue
+        if source.startswith("(?#", i):
+            close = source.find(")", i)
+            i = n if close < 0 else close + 1
+            continue
+        if char == "{":
+            close = source.find("}", i)
+            if close > i and _FUZZY_BODY.fullmatch(source, i + 1, close):
+                return True
+        i += 1
+    return False
+
+
+def _forward_version(source: str) -> Any:
+    """A reverse pattern (``(?r)...``) compiled to search forwards, or None when that cannot be derived."""
+    def drop_r(m):
+        flags = m.group(2) + m.group(3)[:-1]
+        if flags.replace("-", "") == "" and m.group(3).endswith(")"):
+            return m.group(1)[:-2]  # the group was only `(?r)`
+        return m.group(1) + flags.replace("r", "") + m.group(3)[-1]
+    try:
+        compiled = regex.compile(_REVERSE_FLAG.sub(drop_r, source), regex.DOTALL)
+    except regex.error:
+        return None
+    return None if compiled.flags & regex.REVERSE else compiled
 
 
 def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
@@ -282,16 +356,23 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         except regex.error as exc:
             raise _scope_error(where, f"invalid {pattern_key} regex: {exc.msg}", pattern_pos=exc.pos) from exc
         attempt = None
-        reach_source = source
+        attempt_source = source
         if _ESCAPE_K.search(source):
-            reach_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
+            attempt_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
             try:
-                attempt = regex.compile(reach_source, regex.DOTALL)
+                attempt = regex.compile(attempt_source, regex.DOTALL)
             except regex.error:
-                attempt, reach_source = None, "(?"  # unknown reach: hold conservatively
-        width, lookahead, lookbehind = _pattern_reach(reach_source)
+                attempt, attempt_source = None, "(?"  # unknown reach: hold conservatively
+        # \G only says where a match may start; for the reach of a match it is as if absent.
+        anchored = bool(_ESCAPE_G.search(source))
+        reach_source = _ESCAPE_G.sub(lambda m: m.group(0)[:-2], attempt_source) if anchored else attempt_source
+        fuzzy = _uses_fuzzy_matching(source)
+        reverse = bool(compiled.flags & regex.REVERSE)
+        forward = _forward_version(attempt_source) if reverse and not anchored else None
+        width, lookahead, lookbehind = (None, None, None) if fuzzy or reverse else _pattern_reach(reach_source)
         return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
-                         attempt_regex=attempt, anchored_at_search_start=bool(_ESCAPE_G.search(source)))
+                         attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
+                         unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward)
     return None
 
 

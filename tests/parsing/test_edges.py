@@ -1,0 +1,126 @@
+"""Conformance at the edges (issue #18): the end of the prefix, and the regex constructs whose result
+depends on where a search starts or that the hold-back analysis cannot bound (\\K, \\G, (?r), fuzzy).
+
+Each case is one of the issue's minimal inputs (template fields / prefix / output; the template gets
+``"start_anchor": "<|A|>"`` and the prefix ``<|A|>`` prepended). What ours must give is computed here
+from the installed reference: its one-shot `parse_response` message, and the events of the same run (the
+prefix, then the whole output in one feed). Ours must give that message, and those events after merging
+adjacent chunks, for the one-shot parse and for EVERY way of cutting the output into chunks (empty feeds
+included). ``reference_gives`` is what the issue recorded; the first test checks the reference still
+behaves so, which keeps each case on the edge it was written for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+import differential as d
+
+ANCHOR = "<|A|>"
+
+
+def _case(fields, prefix, output, reference_gives, uncut=None, id=None):
+    """``uncut``: the reference's result for prefix tail + output as one uncut stream, where the prefix
+    boundary is what the case is about (so the case shows the boundary really matters)."""
+    template = {"start_anchor": ANCHOR, "fields": fields}
+    return pytest.param(template, ANCHOR + prefix, output, reference_gives, uncut, id=id)
+
+
+EDGES = [
+    # 1. The end of the prefix is a chunk boundary in the reference's one-shot parse.
+    _case({"c": {}, "r": {"open": "<x>", "close_pattern": "</x>(?:\\s*</w>)?"}}, "<x>ab</x>\n", "</w>tail",
+          {"r": "ab", "c": "</w>tail"}, uncut={"r": "ab", "c": "tail"}, id="prefix_end_commits_growable_close"),
+    _case({"c": {}, "r": {"open_pattern": "<t>$"}}, "<t>\n", "x",
+          {"r": "x"}, uncut={"c": "<t>\nx"}, id="prefix_end_dollar_before_final_newline"),
+    _case({"r": {"open": ["<t>", "<t><t>"]}}, "<t><", "t>x",
+          {"r": "<t>x"}, uncut={"r": "x"}, id="prefix_end_commits_shorter_literal"),
+    # 2. \K at the end of the text or of the prefix.
+    _case({"c": {"close_pattern": "\\n\\K</t>"}}, "", "\n</t>", {"c": "</t>"}, id="keep_out_at_end_of_text"),
+    _case({"r": {"open_pattern": "<t>\\K"}}, "<t>", "x", {}, uncut={"r": "x"}, id="keep_out_at_end_of_prefix"),
+    # 3. \G after a prefix.
+    _case({"c": {"close_pattern": "\\G</t>"}}, ">", "</t>", {"c": ">"}, uncut={"c": "></t>"},
+          id="search_anchor_after_prefix"),
+    # 4. A \K match blocked by another delimiter's partial match while streaming.
+    _case({"a": {"open": "</x>"}, "b": {"open_pattern": "<t>\\K"}}, "", "<t><n", {"b": "<n"},
+          id="keep_out_blocked_by_partial_literal"),
+    # 5. Reverse search.
+    _case({"r": {"open": "<a>", "close_pattern": "(?r)</a>"}}, "", "<a>x</a>", {"r": "x"}, id="reverse_close"),
+    # 6. Fuzzy matching.
+    _case({"c": {"close_pattern": "(?:END){i<=2}", "repeats": True}}, "", "a|END|", {"c": ["a", "|"]},
+          id="fuzzy_close"),
+]
+
+# The same classes a little further from the minimal inputs: several delimiters, later matches, text on
+# both sides, regions open across the prefix boundary.
+MORE = [
+    _case({"c": {}, "r": {"open": "<a>", "close_pattern": "(?r)</a>"}}, "", "x<a>1</a>2</a>3<a>4", {}, id="reverse_close_last_wins"),
+    _case({"c": {}, "t": {"open_pattern": "(?r)<t>", "close": "</t>", "repeats": True}}, "", "a<t>1</t>b<t>2</t>c",
+          {}, id="reverse_open"),
+    _case({"c": {}, "t": {"open_pattern": "(?ri)<T>", "close": "</t>"}, "u": {"open": "<u>"}}, "", "<u>a<t>1</t>b",
+          {}, id="reverse_open_with_literal_open"),
+    _case({"c": {}, "r": {"open": "<a>", "close_pattern": "(?r)</a>"}}, "<a>x</a>y", "</a>z", {}, id="reverse_across_prefix"),
+    _case({"c": {"close_pattern": "(?:END){e<=1}", "repeats": True}}, "", "xEND yENx zEMD w", {}, id="fuzzy_errors"),
+    _case({"c": {}, "f": {"open_pattern": "(?:<f>){s<=1}", "close": "</f>"}}, "a<g", ">1</f>b<f>2</f>", {}, id="fuzzy_open_across_prefix"),
+    _case({"c": {}, "g": {"open_pattern": "\\G<g>", "close": "</g>", "repeats": True}}, "<g>1</g>", "<g>2</g>x<g>3</g>",
+          {}, id="search_anchor_chain_across_prefix"),
+    _case({"c": {}, "g": {"open_pattern": "\\G<g>|<h>", "close": "</g>", "repeats": True}}, "", "y<h>1</g><g>2</g>z",
+          {}, id="search_anchor_or_literal"),
+    _case({"c": {}, "k": {"open_pattern": "\\n\\K<k>", "close_pattern": "</k>\\K\\n"}}, "a\n", "<k>1</k>\nb\n<k>2</k>",
+          {}, id="keep_out_open_and_close"),
+    _case({"c": {}, "r": {"open": "<r>", "close_pattern": "</r>(?:\\s*</w>)?"}}, "<r>1</r>", " </w>2", {},
+          id="prefix_ends_at_growable_close"),
+    _case({"c": {}, "r": {"open": ["<r>", "<r><r>"], "close": "</r>"}}, "<r>", "<r>x</r>", {}, id="prefix_ends_at_extendable_literal"),
+    _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<thi", "nk>x</think>y", {}, id="prefix_ends_inside_open"),
+    _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<think>a</th", "ink>b", {}, id="prefix_ends_inside_close"),
+    _case({"c": {"close_pattern": "$"}}, "a\n", "b", {}, id="prefix_ends_in_newline_dollar_close"),
+]
+
+
+def _expected(template, prefix, output):
+    expected = d.ref_expected(template, prefix, output)
+    assert d.same_outcome(d.run_oneshot(d.ref, template, prefix, output), expected, events=False)
+    return expected
+
+
+def _every_chunking(text: str, exhaustive_up_to: int = 12):
+    """Every way to cut ``text`` into non-empty chunks when it is short; for longer text every cut into two
+    or three chunks and 300 seeded random cuttings. Plus a few with empty feeds."""
+    n = len(text)
+
+    def cut(points):
+        bounds = [0] + sorted(points) + [n]
+        return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    if n <= exhaustive_up_to:
+        for mask in itertools.product((False, True), repeat=max(n - 1, 0)):
+            yield cut([i + 1 for i, c in enumerate(mask) if c])
+    else:
+        for k in (1, 2):
+            for points in itertools.combinations(range(1, n), k):
+                yield cut(list(points))
+        rng = random.Random(text)
+        for _ in range(300):
+            yield cut(rng.sample(range(1, n), rng.randint(1, n - 1)))
+    yield [""] + list(text) + [""]
+    yield ["", text, ""]
+
+
+@pytest.mark.parametrize("template,prefix,output,reference_gives,uncut", EDGES)
+def test_reference_still_behaves_as_the_issue_recorded(template, prefix, output, reference_gives, uncut):
+    assert _expected(template, prefix, output).message == reference_gives
+    if uncut is not None:  # the prefix boundary (or the search start it sets) is what decides this case
+        assert d.ref_ideal(template, prefix, output).message == uncut
+
+
+@pytest.mark.skipif(d.SELF_CHECK, reason="self-check mode: 'ours' is the reference")
+@pytest.mark.parametrize("template,prefix,output,reference_gives,uncut", EDGES + MORE)
+def test_ours_gives_the_reference_one_shot_result_for_every_chunking(template, prefix, output, reference_gives, uncut):
+    expected = _expected(template, prefix, output)
+    got = d.run_oneshot(d.ours, template, prefix, output)
+    assert d.same_outcome(expected, got, events=False), d.diff_text(expected, got)
+    for chunks in _every_chunking(output):
+        got = d.run_stream(d.ours, template, prefix, chunks)
+        assert d.same_outcome(expected, got), f"chunks={chunks!r}: {d.diff_text(expected, got)}"
