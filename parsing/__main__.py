@@ -58,7 +58,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     except parsing.TemplateError as exc:
-        print(f"error: invalid template {args.template}: {exc}", file=sys.stderr)
+        print(f"error: invalid template {args.template}: {exc.describe()}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
         cases = load_suite(args.cases)

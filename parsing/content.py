@@ -55,7 +55,7 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
     """
     string_delims = args.get("string_delims", [])
     if string_delims and (_HOLE_OPEN in body or _HOLE_CLOSE in body):
-        raise ValueError("json: input contains reserved control characters (\\x01/\\x02); cannot parse safely.")
+        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
     rewritten = body
     pulled: list[str] = []
 
@@ -77,9 +77,9 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
         if args.get("allow_non_json"):
             return parse_text(body, args, ctx)
         if rewritten == body:
-            raise ValueError(f"json: the region is not valid JSON ({exc}).\nBody: {body!r}") from exc
-        raise ValueError(f"json: not valid JSON after the dialect rewrites ({exc}).\n"
-                         f"Body: {body!r}\nRewritten: {rewritten!r}") from exc
+            raise ValueError(f"json parser could not parse region as JSON.\nContent: {body!r}\nError: {exc}") from exc
+        raise ValueError(f"json: could not parse after dialect transforms.\n"
+                         f"Original: {body!r}\nTransformed: {rewritten!r}\nError: {exc}") from exc
 
 
 def _parse_nested(raw: Any, value_parser: dict | None, ctx: ParseContext) -> Any:

@@ -1,4 +1,4 @@
-"""Exception types of the engine.
+"""Exception types of `parsing`.
 
 Template faults are `TemplateError`, a `ValueError` subclass, so code written
 against transformers' `chat_parsing` (which raises plain `ValueError`) keeps
@@ -11,8 +11,11 @@ from __future__ import annotations
 class TemplateError(ValueError):
     """A response template that cannot be loaded.
 
+    ``str(error)`` is `message`: for every fault transformers 5.23 also rejects it is the reference's text to the
+    letter (code that matches on its messages keeps working); the location is carried separately.
+
     Attributes:
-        message: human-readable reason, without the location.
+        message: human-readable reason (the reference's wording where it has one), without our location.
         path: JSON path of the fault, dotted, with `[i]` for list items, e.g.
             ``"fields.tool_calls.open_pattern"`` or ``"fields.content.close[1]"``;
             ``""`` means the template as a whole.
@@ -29,13 +32,11 @@ class TemplateError(ValueError):
         self.pattern_pos = pattern_pos
         self.line = line
         self.column = column
-        super().__init__(self._render())
+        super().__init__(message)
 
-    def _render(self) -> str:
-        where = self.path or "response_template"
-        text = f"{where}: {self.message}"
-        if self.pattern_pos is not None:
-            text += f" (at position {self.pattern_pos} of the pattern)"
+    def describe(self) -> str:
+        """One line for people: ``"<path>: <message> [line L, column C]"`` (path and line where known)."""
+        text = f"{self.path}: {self.message}" if self.path else self.message
         if self.line is not None:
             text += f" [line {self.line}, column {self.column}]"
         return text

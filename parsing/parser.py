@@ -43,9 +43,11 @@ DEFAULT_REGEX_TIMEOUT = 1.0
 BODY_BLOCK = 256
 
 _PREFIX_REQUIRED = (
-    "`ResponseParser`/`parse_response` needs `prefix` (the chat prompt sent to the model before generation): "
-    "chat templates often pre-write part of the assistant message (an opening `<think>` tag, say) that the "
-    'parser must see. If the generation already holds the complete message, pass `prefix=""` to opt out.'
+    # transformers 5.23's text, to the letter (callers match on it)
+    "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
+    "generation), because chat templates often pre-write part of the assistant message (e.g. an "
+    "opening `<think>` tag) that the parser must see to parse the output correctly. If the generation "
+    'already contains the complete message, pass `prefix=""` to opt out explicitly.'
 )
 
 

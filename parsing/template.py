@@ -312,9 +312,10 @@ def _assert_reach(items, direction: int, c) -> int | None:
 
 def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                        literal_key: str, pattern_key: str) -> Delimiter | None:
+    scope = f"Field '{field_name}'" if field_name is not None else "response_template"  # the reference's wording
     if literal_key in spec and pattern_key in spec:
         raise _scope_error(_join_path(path, pattern_key),
-                           f"cannot specify both '{literal_key}' and '{pattern_key}'")
+                           f"{scope}: cannot specify both '{literal_key}' and '{pattern_key}'")
     if literal_key in spec:
         raw = spec[literal_key]
         where = _join_path(path, literal_key)
@@ -322,21 +323,21 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
             literals = [raw]
         elif isinstance(raw, list):
             if not raw:
-                raise _scope_error(where, f"'{literal_key}' list must contain at least one literal")
+                raise _scope_error(where, f"{scope}: '{literal_key}' list must contain at least one literal")
             for i, item in enumerate(raw):
                 if not isinstance(item, str):
-                    raise _scope_error(f"{where}[{i}]", f"'{literal_key}' list must contain only strings, "
-                                                        f"got {type(item).__name__}")
+                    raise _scope_error(f"{where}[{i}]", f"{scope}: '{literal_key}' list must contain only strings")
             literals = list(dict.fromkeys(raw))
         else:
-            raise _scope_error(where, f"'{literal_key}' must be a string or a list of strings, "
+            raise _scope_error(where, f"{scope}: '{literal_key}' must be a string or list of strings, "
                                       f"got {type(raw).__name__}")
         for i, lit in enumerate(literals):
             if lit == "":
                 suffix = f"[{raw.index('')}]" if isinstance(raw, list) else ""
-                raise _scope_error(where + suffix, f"'{literal_key}' literals cannot be empty strings")
+                raise _scope_error(where + suffix, f"{scope}: '{literal_key}' literals cannot be empty strings")
         if sum(len(s) for s in literals) > MAX_PATTERN_CHARS:
-            raise _scope_error(where, f"literals longer than {MAX_PATTERN_CHARS} characters in all are refused")
+            raise _scope_error(where, f"{scope}: '{literal_key}' literals longer than {MAX_PATTERN_CHARS} characters "
+                                      "in all are refused")
         ordered = sorted(literals, key=len, reverse=True)
         source = "|".join(regex.escape(s) for s in ordered)
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
@@ -347,14 +348,14 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         source = spec[pattern_key]
         where = _join_path(path, pattern_key)
         if not isinstance(source, str):
-            raise _scope_error(where, f"'{pattern_key}' must be a regex string, got {type(source).__name__}",
-                               type_error=True)
+            # The reference fails inside regex.compile with this TypeError text.
+            raise _scope_error(where, "first argument must be a string or compiled pattern", type_error=True)
         if len(source) > MAX_PATTERN_CHARS:
-            raise _scope_error(where, f"patterns longer than {MAX_PATTERN_CHARS} characters are refused")
+            raise _scope_error(where, f"{scope}: {pattern_key} longer than {MAX_PATTERN_CHARS} characters is refused")
         try:
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
-            raise _scope_error(where, f"invalid {pattern_key} regex: {exc.msg}", pattern_pos=exc.pos) from exc
+            raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {exc}", pattern_pos=exc.pos) from exc
         attempt = None
         attempt_source = source
         if _ESCAPE_K.search(source):
@@ -378,45 +379,47 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
 
 def _build_field(name: str, spec: Any) -> FieldSpec:
     path = f"fields.{name}"
+    scope = f"Field '{name}'"  # messages are the reference's, to the letter
     if not isinstance(spec, dict):
-        raise _scope_error(path, "a field must be a JSON object")
+        raise _scope_error(path, f"{scope} must be a dict")
     unknown = set(spec) - FIELD_KEYS
     if unknown:
-        raise _scope_error(_join_path(path, sorted(unknown)[0]), f"unknown keys {sorted(unknown)}; "
-                                                                  f"allowed: {sorted(FIELD_KEYS)}")
+        raise _scope_error(_join_path(path, sorted(unknown)[0]), f"{scope}: unknown keys {sorted(unknown)}")
     content = spec.get("content", "text")
     try:
         known = content in CONTENT_PARSERS
-    except TypeError:
-        raise _scope_error(_join_path(path, "content"), f"content must be a parser name, got "
-                                                        f"{type(content).__name__}", type_error=True) from None
+    except TypeError as exc:  # an unhashable name: the reference lets this TypeError through
+        raise _scope_error(_join_path(path, "content"), str(exc), type_error=True) from None
     if not known:
         raise _scope_error(_join_path(path, "content"),
-                           f"unknown content parser {content!r}. Available: {sorted(CONTENT_PARSERS)}")
+                           f"{scope}: unknown content parser '{content}'. Available: {sorted(CONTENT_PARSERS)}")
     open_delim = _compile_delimiter(spec, path, name, "open", "open", "open_pattern")
     close_delim = _compile_delimiter(spec, path, name, "close", "close", "close_pattern")
     join = spec.get("join")
     if join is not None and not isinstance(join, str):
-        raise _scope_error(_join_path(path, "join"), f"'join' must be a string, got {type(join).__name__}")
+        raise _scope_error(_join_path(path, "join"), f"{scope}: 'join' must be a string, got {type(join).__name__}")
     if join is not None and not spec.get("repeats", False):
-        raise _scope_error(_join_path(path, "join"), "'join' requires 'repeats': true")
+        raise _scope_error(_join_path(path, "join"), f"{scope}: 'join' requires 'repeats': true")
     transform = spec.get("transform")
     transform_each = spec.get("transform_each", False)
     if not isinstance(transform_each, bool):
         raise _scope_error(_join_path(path, "transform_each"),
-                           f"transform_each must be a bool, got {type(transform_each).__name__}")
+                           f"{scope}: transform_each must be a bool, got {type(transform_each).__name__}")
     if transform_each and transform is None:
-        raise _scope_error(_join_path(path, "transform_each"), "transform_each is set but no transform was provided")
+        raise _scope_error(_join_path(path, "transform_each"),
+                           f"{scope}: transform_each is set but no transform was provided")
     if transform is not None:
-        check_transform_strings(transform, _join_path(path, "transform"))
+        check_transform_strings(transform, _join_path(path, "transform"), scope)
     else:
-        for delim, key in ((open_delim, "open_pattern"), (close_delim, "close_pattern")):
-            if delim is not None and delim.regex.groupindex:
-                raise _scope_error(
-                    _join_path(path, key),
-                    f"the pattern declares named group(s) {sorted(delim.regex.groupindex)} but the field has no "
-                    "'transform'; named captures only reach the message through a transform "
-                    "(add one that uses them, or remove the names)")
+        named = {key: set(d.regex.groupindex) for d, key in ((open_delim, "open_pattern"), (close_delim, "close_pattern"))
+                 if d is not None and d.regex.groupindex}
+        if named:
+            raise _scope_error(
+                _join_path(path, next(iter(named))),
+                f"{scope}: open_pattern/close_pattern declares named group(s) {sorted(set().union(*named.values()))}, "
+                "but the field has no 'transform'. Named captures are only surfaced through a 'transform' template "
+                "(where they appear alongside 'content'). Either add a 'transform' that uses the captures, or remove "
+                "the named groups from the pattern.")
     return FieldSpec(
         name=name, open=open_delim, close=close_delim, content=content,
         content_args=spec.get("content_args", {}), repeats=spec.get("repeats", False), join=join,
@@ -426,31 +429,30 @@ def _build_field(name: str, spec: Any) -> FieldSpec:
 
 def _validate_dict(spec: Any) -> CompiledTemplate:
     if not isinstance(spec, dict):
-        raise _scope_error("", f"response_template must be a JSON object, got {type(spec).__name__}")
+        raise _scope_error("", f"response_template must be a dict, got {type(spec).__name__}")
     version = spec.get("version", 1)
     if version != 1:
-        raise _scope_error("version", f"unsupported response_template version: {version!r} (only 1)")
+        raise _scope_error("version", f"Unsupported response_template version: {version}")
     unknown = set(spec) - TEMPLATE_KEYS
     if unknown:
-        raise _scope_error(sorted(unknown)[0], f"unknown keys in response_template: {sorted(unknown)}; "
-                                               f"allowed: {sorted(TEMPLATE_KEYS)}")
+        raise _scope_error(sorted(unknown)[0], f"Unknown keys in response_template: {sorted(unknown)}")
     defaults = spec.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise _scope_error("defaults", "defaults must be a JSON object")
+        raise _scope_error("defaults", "response_template.defaults must be a dict")
     fields_raw = spec.get("fields", {})
     if not isinstance(fields_raw, dict) or not fields_raw:
-        raise _scope_error("fields", "fields must be a non-empty JSON object")
+        raise _scope_error("fields", "response_template.fields must be a non-empty dict")
     if len(fields_raw) > MAX_FIELDS:
-        raise _scope_error("fields", f"more than {MAX_FIELDS} fields are refused")
+        raise _scope_error("fields", f"response_template.fields: more than {MAX_FIELDS} fields are refused")
     fields = {name: _build_field(name, raw) for name, raw in fields_raw.items()}
     implicit = [name for name, f in fields.items() if f.open is None]
     if len(implicit) > 1:
         raise _scope_error(f"fields.{implicit[1]}",
-                           "at most one field may omit 'open'/'open_pattern' (it becomes the implicit field); "
-                           f"found: {', '.join(implicit)}")
+                           "At most one field may omit 'open'/'open_pattern' (that field becomes the "
+                           f"implicit-open / leftover sink). Found: {', '.join(implicit)}")
     anchor = _compile_delimiter(spec, "", None, "start_anchor", "start_anchor", "start_anchor_pattern")
     if anchor is None:
-        raise _scope_error("start_anchor", "response_template must define 'start_anchor' or 'start_anchor_pattern'")
+        raise _scope_error("start_anchor", "response_template must define 'start_anchor' or 'start_anchor_pattern'.")
     return CompiledTemplate(spec=deepcopy(spec), fields=fields, implicit=implicit[0] if implicit else None,
                             defaults=deepcopy(defaults), start_anchor=anchor, field_names=tuple(fields))
 

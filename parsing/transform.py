@@ -20,23 +20,25 @@ from .errors import TemplateError
 PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
 
-def check_transform_strings(transform: Any, path: str) -> None:
+def check_transform_strings(transform: Any, path: str, scope: str) -> None:
     """Reject strings that mix a placeholder with other text (``"id: {name}"``).
+
+    `path` is the JSON path of `transform`; `scope` starts the message (``"Field 'x'"``, as the reference words it).
 
     Raises:
         TemplateError: with the JSON path of the offending string.
     """
     if isinstance(transform, dict):
         for key, value in transform.items():
-            check_transform_strings(value, f"{path}.{key}")
+            check_transform_strings(value, f"{path}.{key}", scope)
     elif isinstance(transform, list):
         for i, value in enumerate(transform):
-            check_transform_strings(value, f"{path}[{i}]")
+            check_transform_strings(value, f"{path}[{i}]", scope)
     elif isinstance(transform, str):
         if PLACEHOLDER.search(transform) and not PLACEHOLDER.fullmatch(transform):
             raise TemplateError(
-                f"transform string {transform!r} mixes a {{placeholder}} with other text; use a whole-string "
-                'placeholder such as "{content}" or a plain literal (this is not string interpolation)',
+                f"{scope}: transform string {transform!r} mixes a {{placeholder}} with literal text. Use either a "
+                'whole-string placeholder (e.g. "{content}") or a plain literal; string interpolation is not supported.',
                 path,
             )
 
@@ -56,7 +58,7 @@ def resolve_placeholder(path: str, scope: dict) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'")
         if key not in value:
-            raise ValueError(f"transform placeholder '{{{path}}}' has no key '{key}'. Available: {sorted(value)}")
+            raise ValueError(f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}")
         value = value[key]
     return value
 
@@ -91,12 +93,12 @@ def transform_value(value: Any, field, captures: dict) -> Any:
     if not field.transform_each:
         return apply_transform(field.transform, {**captures, "content": value})
     if not isinstance(value, list):
-        raise ValueError(f"Field '{field.name}': transform_each needs the parsed content to be a list, "
+        raise ValueError(f"Field '{field.name}': transform_each requires the parsed content to be a list, "
                          f"got {type(value).__name__}.")
     out = []
     for item in value:
         if not isinstance(item, dict):
-            raise ValueError(f"Field '{field.name}': transform_each needs every list element to be an object, "
+            raise ValueError(f"Field '{field.name}': transform_each requires each list element to be a dict, "
                              f"got {type(item).__name__}.")
         out.append(apply_transform(field.transform, {**captures, **item}))
     return out

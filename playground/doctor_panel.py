@@ -22,6 +22,7 @@ from typing import Any
 
 import gradio as gr
 
+import parsing
 from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport, run_checks
 from parsing.doctor import suites as doctor_suites
 from parsing.doctor.lint import lint
@@ -205,12 +206,10 @@ def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
 
     Raises ValueError (readable) for an invalid template or suite, or a name with path separators.
     """
-    import parsing
-
     name = (name or "").strip() or "response_template"
     if "/" in name or "\\" in name or name.startswith("."):
         raise ValueError("The export name must be a plain file name (no folders).")
-    parsing.load_template(template_text)  # TemplateError is a ValueError
+    parsing.loads_template(template_text)  # editor text, never a path; TemplateError is a ValueError
     cases = doctor_suites.loads_suite(suite_text or "")
     folder = tempfile.mkdtemp(prefix="doctor-export-")
     tpath, cpath = doctor_suites.export_suite(template_text, cases, folder, name=name)
@@ -223,6 +222,8 @@ def _tokenizer(ctx: Any, model_name: str) -> Any:
 
 
 def _problem(exc: BaseException) -> str:
+    if isinstance(exc, parsing.TemplateError):
+        return _note(exc.describe(), "error")
     return _note(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}", "error")
 
 
@@ -289,7 +290,7 @@ def build_doctor_panel(ctx: Any) -> None:
                     tokenizer = _tokenizer(ctx, model_name)
                 except Exception as exc:  # noqa: BLE001 - the model may not load; lint still runs
                     tok_note = _note(f"Start anchor not checked: could not load {model_name}: {exc}", "info")
-            return tok_note + lint_html(lint(tpl_text, tokenizer=tokenizer))
+            return tok_note + lint_html(lint(parsing.loads_template(tpl_text), tokenizer=tokenizer))
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             return _problem(exc)
 
@@ -299,8 +300,8 @@ def build_doctor_panel(ctx: Any) -> None:
             return _note("No run yet: chat with the model, paste an output or replay an example first.")
         try:
             n = max(0, min(50, int(chunkings or 0)))
-            report = run_checks(tpl_text, run.prefix, list(run.chunks),
-                                              tools=list(run.tools) if run.tools else None, chunkings_count=n)
+            report = run_checks(parsing.loads_template(tpl_text), run.prefix, list(run.chunks),
+                                tools=list(run.tools) if run.tools else None, chunkings_count=n)
             return checks_html(report)
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
@@ -312,7 +313,7 @@ def build_doctor_panel(ctx: Any) -> None:
             tokenizer = _tokenizer(ctx, model_name)
             if not getattr(tokenizer, "chat_template", None):
                 return _note(f"{model_name} has no chat template to render samples with.", "error")
-            return roundtrip_html(roundtrip(tpl_text, tokenizer))
+            return roundtrip_html(roundtrip(parsing.loads_template(tpl_text), tokenizer))
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 
@@ -354,7 +355,7 @@ def build_doctor_panel(ctx: Any) -> None:
             if not cases:
                 return _note("The suite is empty: save a run as a case or load a .jsonl file.", "error")
             n = max(0, min(50, int(chunkings or 0)))
-            return suite_html(doctor_suites.run_suite(tpl_text, cases, chunkings_per_case=n))
+            return suite_html(doctor_suites.run_suite(parsing.loads_template(tpl_text), cases, chunkings_per_case=n))
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 

@@ -7,7 +7,7 @@ For one case (template, prefix, output, tools) and one chunking of the output it
 * the reference `ResponseParser` fed the given chunks,
 * our `ResponseParser` fed the same chunks (and our one-shot `parse_response`),
 
-and compares final messages (type-strict, NaN-safe) or exception categories, and the event lists
+and compares final messages (type-strict, NaN-safe) or exceptions (category, type and text), and the event lists
 after merging adjacent `region_chunk` events of the same field.
 
 Expected result for ours, for every chunking: the reference's ONE-SHOT result. The reference's own
@@ -142,11 +142,19 @@ def strict_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+def same_error(expected: BaseException, got: BaseException) -> bool:
+    """Same exception category, `got` an instance of `expected`'s exact type (ours may subclass it, as
+    `TemplateError` does `ValueError`), and the same text to the letter: callers match on the reference's
+    messages."""
+    return (error_category(expected) == error_category(got) and isinstance(got, type(expected))
+            and str(got) == str(expected))
+
+
 def same_outcome(a: Outcome, b: Outcome, events: bool = True) -> bool:
     if (a.error is None) != (b.error is None):
         return False
     if a.error is not None:
-        return a.error_cat == b.error_cat
+        return same_error(a.error, b.error)
     if not strict_equal(a.message, b.message):
         return False
     if events and a.events is not None and b.events is not None:
