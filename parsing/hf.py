@@ -16,13 +16,24 @@ from .parser import ResponseParser, parse_response
 from .template import load_template
 
 
-def _template_of(tokenizer: Any, template: Any) -> Any:
-    if template is not None:
-        return template
-    found = getattr(tokenizer, "response_template", None)
-    if found is None:
-        raise AttributeError("This tokenizer has no `response_template`; pass a template explicitly.")
-    return found
+#: `ResponseParser` options the tokenizer helpers pass through (transformers' methods take none of them).
+PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget")
+PARSER_OPTIONS = ("spans",) + PARSE_OPTIONS
+
+
+def _pick_template(caller: str, given: Any, alias: Any, given_name: str) -> Any:
+    """The template passed under transformers' name (`given_name`) or our older alias ``template=``."""
+    if given is not None and alias is not None:
+        raise TypeError(f"{caller}() got the template twice: pass {given_name}= (transformers' name) or template=, "
+                        "not both")
+    return given if given is not None else alias
+
+
+def _check_options(caller: str, options: dict, allowed: tuple[str, ...], template_name: str) -> None:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(f"{caller}() got unexpected keyword argument(s) {unknown}; it takes {template_name}= "
+                        f"(or template=), prefix=, tools= and the parser options {list(allowed)}")
 
 
 def _as_texts(tokenizer: Any, value: Any) -> tuple[list[str], bool]:
@@ -35,31 +46,45 @@ def _as_texts(tokenizer: Any, value: Any) -> tuple[list[str], bool]:
     return ([decoded], False) if isinstance(decoded, str) else (list(decoded), True)
 
 
-def parse_with_tokenizer(tokenizer: Any, response: Any, template: Any = None, *, prefix: Any = None,
-                         tools: list[dict | Callable] | None = None, **options: Any) -> dict | list[dict]:
-    """Parse model output like ``tokenizer.parse_response``, with our engine.
+def parse_with_tokenizer(tokenizer: Any, response: Any, schema: Any = None, *, prefix: Any = None,
+                         tools: list[dict | Callable] | None = None, template: Any = None,
+                         **options: Any) -> dict | list[dict]:
+    """Parse model output like ``tokenizer.parse_response(response, schema, prefix=, tools=)``, with `parsing`.
 
     Args:
         tokenizer: a Hugging Face tokenizer (used to decode ids, special tokens kept).
         response: a string, token ids (1-D list/array/tensor), or a batch (list of strings, list of id lists,
             2-D array/tensor).
-        template: the response template; defaults to ``tokenizer.response_template``.
+        schema: the response template (transformers' name for it); defaults to ``tokenizer.response_template``.
+            ``template=`` is accepted as an alias.
         prefix: the prompt before generation: a string or ids, or for a batch either one prefix (broadcast)
             or one per item. Required; ``""`` or ``[]`` opts out.
         tools: tools offered to the model, for typing tool-call arguments.
-        options: `ResponseParser` options (``recover``, ``regex_timeout``).
+        options: `ResponseParser` options: ``recover``, ``regex_timeout``, ``time_budget``.
 
     Returns:
         One message dict for a single sequence; a list of them for a batch (even a one-item batch).
 
     Raises:
+        TypeError: an unknown keyword, or the template given both as ``schema=`` and ``template=``.
         AttributeError: no template given and the tokenizer has none.
         ValueError: ``prefix`` is None, or a list of prefixes whose length differs from the batch's; and the
-            errors of `parse_response`.
+            errors of `parse_response`. Texts are transformers' own.
     """
-    template = load_template(_template_of(tokenizer, template))
+    _check_options("parse_with_tokenizer", options, PARSE_OPTIONS, "schema")
+    schema = _pick_template("parse_with_tokenizer", schema, template, "schema")
+    if schema is None:
+        schema = getattr(tokenizer, "response_template", None)
+        if schema is None:
+            raise AttributeError("This tokenizer does not have a `response_template` for parsing chat responses!")
     if prefix is None:
-        raise ValueError('`prefix=` is required (the prompt that came before generation); pass "" to opt out.')
+        raise ValueError(
+            "`parse_response` requires `prefix=` (the prompt that came before generation), because chat "
+            "templates often pre-write part of the assistant message (e.g. an opening `<think>` tag) that the "
+            "parser must see to parse correctly. If you're sure you don't need the prefix, you can pass an "
+            "empty string or list."
+        )
+    compiled = load_template(schema)
     texts, batched = _as_texts(tokenizer, response)
     if isinstance(prefix, (list, tuple)) and not prefix:
         prefixes, prefix_batched = [""], False
@@ -68,29 +93,40 @@ def parse_with_tokenizer(tokenizer: Any, response: Any, template: Any = None, *,
     if not prefix_batched:
         prefixes = prefixes * len(texts)
     elif len(prefixes) != len(texts):
-        raise ValueError(f"Got {len(texts)} response(s) but {len(prefixes)} prefix(es); pass one prefix "
-                         "(broadcast to every response) or one per response.")
-    parsed = [parse_response(text, template, prefix=p, tools=tools, **options) for text, p in zip(texts, prefixes)]
+        raise ValueError(f"Got {len(texts)} response(s) but {len(prefixes)} prefix(es); `prefix` must be "
+                         "a single sequence (broadcast to every response), or one prefix per response.")
+    parsed = [parse_response(text, compiled, prefix=p, tools=tools, **options) for text, p in zip(texts, prefixes)]
     return parsed if batched else parsed[0]
 
 
-def parser_for_tokenizer(tokenizer: Any, template: Any = None, *, prefix: Any = None,
-                         tools: list[dict | Callable] | None = None, **options: Any) -> ResponseParser:
-    """A streaming `ResponseParser` for one sequence, like ``tokenizer.get_response_parser``.
+def parser_for_tokenizer(tokenizer: Any, response_template: Any = None, *, prefix: Any = None,
+                         tools: list[dict | Callable] | None = None, template: Any = None,
+                         **options: Any) -> ResponseParser:
+    """A streaming `ResponseParser` for one sequence, like ``tokenizer.get_response_parser(response_template,
+    prefix=, tools=)``.
 
-    ``prefix`` is a string or 1-D ids (decoded with special tokens kept). ``options`` go to `ResponseParser`
-    (``spans``, ``recover``, ``regex_timeout``).
+    ``response_template`` (transformers' name; ``template=`` is an alias) defaults to the tokenizer's.
+    ``prefix`` is a string or 1-D ids (decoded with special tokens kept). ``options`` go to `ResponseParser`:
+    ``spans``, ``recover``, ``regex_timeout``, ``time_budget``.
 
     Raises:
+        TypeError: an unknown keyword, or the template given both as ``response_template=`` and ``template=``.
         AttributeError: no template given and the tokenizer has none.
-        ValueError: ``prefix`` is None or a batch.
+        ValueError: ``prefix`` is None or a batch (transformers' texts).
     """
-    template = _template_of(tokenizer, template)
+    _check_options("parser_for_tokenizer", options, PARSER_OPTIONS, "response_template")
+    chosen = _pick_template("parser_for_tokenizer", response_template, template, "response_template")
+    if chosen is None:
+        chosen = getattr(tokenizer, "response_template", None)
+        if chosen is None:
+            raise AttributeError(
+                "This tokenizer does not have a `response_template` set; cannot create a response event stream.")
     if prefix is not None and not isinstance(prefix, str):
         prefix = tokenizer.decode(prefix)
         if not isinstance(prefix, str):
-            raise ValueError("`prefix=` must be one sequence (str, 1-D ids) for a streaming parser.")
-    return ResponseParser(template, prefix=prefix, tools=tools, **options)
+            raise ValueError(
+                "`prefix=` must be a single sequence (str, list[int], or 1D tensor) for `get_response_parser`.")
+    return ResponseParser(chosen, prefix=prefix, tools=tools, **options)
 
 
 def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | os.PathLike) -> dict:

@@ -112,3 +112,59 @@ def test_save_and_reload_round_trip(tokenizer, tmp_path):
     assert tokenizer.response_template == TEMPLATE  # the original tokenizer is untouched
     with pytest.raises(TemplateError):
         save_template_to_tokenizer(tokenizer, {"fields": {}}, tmp_path / "bad")
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - compared below
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_transformers_keyword_names_and_our_alias(tokenizer):
+    """`schema=` (parse_response) and `response_template=` (get_response_parser), as the tokenizer methods
+    name them; `template=` stays an alias."""
+    edited = json.loads(json.dumps(TEMPLATE))
+    edited["fields"]["reasoning_content"] = {"open": "<think>", "close": "</think>", "transform": {"t": "{content}"}}
+    expected = tokenizer.parse_response(OUTPUTS[1], schema=edited, prefix=PROMPT)
+    assert expected["reasoning_content"] == {"t": "plan"}
+    assert parse_with_tokenizer(tokenizer, OUTPUTS[1], schema=edited, prefix=PROMPT) == expected
+    assert parse_with_tokenizer(tokenizer, OUTPUTS[1], edited, prefix=PROMPT) == expected
+    assert parse_with_tokenizer(tokenizer, OUTPUTS[1], template=edited, prefix=PROMPT) == expected
+    for kw in ({"response_template": edited}, {"template": edited}):
+        ours = parser_for_tokenizer(tokenizer, prefix=PROMPT, **kw)
+        ref = tokenizer.get_response_parser(response_template=edited, prefix=PROMPT)
+        ours.feed(OUTPUTS[1])
+        ref.feed(OUTPUTS[1])
+        assert ours.finalize()[0] == ref.finalize()[0] == expected
+
+
+def test_unknown_or_doubled_keywords_are_a_clear_type_error(tokenizer):
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['response_template'\]"):
+        parse_with_tokenizer(tokenizer, OUTPUTS[1], response_template=TEMPLATE, prefix=PROMPT)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['schema'\]"):
+        parser_for_tokenizer(tokenizer, schema=TEMPLATE, prefix=PROMPT)
+    with pytest.raises(TypeError, match="twice"):
+        parse_with_tokenizer(tokenizer, OUTPUTS[1], TEMPLATE, template=TEMPLATE, prefix=PROMPT)
+    with pytest.raises(TypeError, match="twice"):
+        parser_for_tokenizer(tokenizer, TEMPLATE, template=TEMPLATE, prefix=PROMPT)
+    assert parse_with_tokenizer(tokenizer, OUTPUTS[1], prefix=PROMPT, recover=True, time_budget=5.0)["content"]
+
+
+def test_tokenizer_level_errors_have_the_tokenizer_methods_texts(tokenizer):
+    bare = PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend_tokenizer)
+    pairs = [
+        (lambda: bare.parse_response(OUTPUTS[1], prefix=""), lambda: parse_with_tokenizer(bare, OUTPUTS[1], prefix="")),
+        (lambda: bare.get_response_parser(prefix=""), lambda: parser_for_tokenizer(bare, prefix="")),
+        (lambda: tokenizer.parse_response(OUTPUTS[1]), lambda: parse_with_tokenizer(tokenizer, OUTPUTS[1])),
+        (lambda: tokenizer.parse_response(OUTPUTS, prefix=[PROMPT]),
+         lambda: parse_with_tokenizer(tokenizer, OUTPUTS, prefix=[PROMPT])),
+        (lambda: tokenizer.get_response_parser(prefix=[ids(tokenizer, PROMPT)] * 2),
+         lambda: parser_for_tokenizer(tokenizer, prefix=[ids(tokenizer, PROMPT)] * 2)),
+        (lambda: tokenizer.parse_response(OUTPUTS[1], schema={"fields": {}}, prefix=""),
+         lambda: parse_with_tokenizer(tokenizer, OUTPUTS[1], schema={"fields": {}}, prefix="")),
+    ]
+    for theirs, ours in pairs:
+        expected, got = _raised(theirs), _raised(ours)
+        assert isinstance(got, type(expected)) and str(got) == str(expected), (expected, got)
