@@ -462,8 +462,12 @@ def load_template(template: Any) -> CompiledTemplate:
 
     Args:
         template: a dict (the ``tokenizer.response_template`` format), JSON
-            text, a path (``str`` or ``os.PathLike``) to a JSON file, or a
-            `CompiledTemplate` (returned unchanged).
+            text, a path (``str`` or ``os.PathLike``) to a file holding JSON text (any
+            name), or a `CompiledTemplate` (returned unchanged). A ``str`` is JSON text
+            when it starts with ``{``, ``[`` or ``"`` (after whitespace) and a path
+            when it names a file or looks like one (one line ending in ``.json`` or
+            holding a path separator); for text from an editor or a request, where a
+            string must never name a file, use `loads_template`.
 
     Returns:
         The `CompiledTemplate`.
@@ -473,16 +477,15 @@ def load_template(template: Any) -> CompiledTemplate:
             names the faulty key, ``.pattern_pos`` the offset in a bad regex,
             ``.line``/``.column`` the place in the JSON text when there was one.
         TemplateTypeError: where transformers raises ``TypeError``.
-        OSError: a path that cannot be read.
+        FileNotFoundError: a path (or a string that looks like one) with no file there.
+        OSError: a file that cannot be read; UnicodeDecodeError (a ValueError) one that is not UTF-8.
     """
     if isinstance(template, CompiledTemplate):
         return template
-    if isinstance(template, os.PathLike) or (isinstance(template, str) and not template.lstrip().startswith("{")
-                                             and template.strip().endswith(".json")):
-        with open(template, encoding="utf-8") as fh:
-            return loads_template(fh.read())
+    if isinstance(template, os.PathLike):
+        return _load_file(template)
     if isinstance(template, str):
-        return loads_template(template)
+        return _load_text_or_path(template)
     try:
         size = len(json.dumps(template, default=str))
     except (TypeError, ValueError):
@@ -496,6 +499,39 @@ def load_template(template: Any) -> CompiledTemplate:
     except RecursionError:
         raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
 
+
+
+def _load_file(path: str | os.PathLike) -> CompiledTemplate:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MAX_TEMPLATE_JSON_CHARS + 1)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(exc.errno, "no response template file at this path", os.fspath(path)) from None
+    return loads_template(text)
+
+
+def _looks_like_path(text: str) -> bool:
+    one_line = text.strip()
+    return bool(one_line) and "\n" not in one_line and (
+        one_line.endswith(".json") or "/" in one_line or os.sep in one_line
+        or (os.altsep is not None and os.altsep in one_line))
+
+
+def _load_text_or_path(text: str) -> CompiledTemplate:
+    """A ``str`` given to `load_template`: JSON text, or the path of a file holding it."""
+    if text.lstrip()[:1] in ("{", "[", '"'):
+        return loads_template(text)
+    if "\n" not in text.strip() and os.path.isfile(text.strip()):
+        return _load_file(text.strip())
+    if _looks_like_path(text):
+        return _load_file(text.strip())  # raises FileNotFoundError naming the path
+    try:
+        return loads_template(text)
+    except TemplateError as exc:
+        if exc.message.startswith("not valid JSON") and "\n" not in text.strip():
+            raise TemplateError(f"{exc.message}; and no file named {text.strip()!r} exists", exc.path,
+                                line=exc.line, column=exc.column) from None
+        raise
 
 
 def loads_template(text: str) -> CompiledTemplate:

@@ -190,3 +190,38 @@ def test_located_fault_in_json_text_has_line():
     assert err.path == "fields.tool_calls.close_pattern"
     assert err.line == line
     assert err.pattern_pos == 13
+
+
+def test_load_template_paths_of_any_name_and_clear_messages(tmp_path, monkeypatch):
+    spec = T({"content": {}})
+    for name in ("t.json", "template.txt", "no_extension"):
+        p = tmp_path / name
+        p.write_text(json.dumps(spec), encoding="utf-8")
+        assert parsing.load_template(str(p)).spec == spec  # a str path, whatever the file is called
+        assert parsing.load_template(p).spec == spec  # os.PathLike
+    monkeypatch.chdir(tmp_path)
+    assert parsing.load_template("no_extension").spec == spec  # a bare file name in the working folder
+    for missing in (str(tmp_path / "missing.txt"), "missing.json", "sub/dir/t"):
+        with pytest.raises(FileNotFoundError) as info:
+            parsing.load_template(missing)
+        assert info.value.filename == missing and "no response template file" in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        parsing.load_template(tmp_path / "missing")
+    (tmp_path / "bad.txt").write_text("{not json", encoding="utf-8")
+    with pytest.raises(parsing.TemplateError, match="not valid JSON") as info:
+        parsing.load_template(str(tmp_path / "bad.txt"))
+    assert (info.value.line, info.value.column) == (1, 2)
+    with pytest.raises(parsing.TemplateError) as info:
+        parsing.load_template("nonsense")
+    assert info.value.message.startswith("not valid JSON") and "no file named 'nonsense' exists" in info.value.message
+    with pytest.raises(parsing.TemplateError, match="must be a dict, got list"):
+        parsing.load_template("[1]")
+
+
+def test_loads_template_never_reads_a_file(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(T({"content": {}})), encoding="utf-8")
+    with pytest.raises(parsing.TemplateError, match="not valid JSON"):
+        parsing.loads_template(str(p))
+    with pytest.raises(parsing.TemplateError, match="must be a string"):
+        parsing.loads_template({"start_anchor": A, "fields": OK})
