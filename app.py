@@ -24,17 +24,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--trust-remote-code", action="store_true", help="allow models with custom code (off by default)")
     p.add_argument("--no-preload", action="store_true", help="do not load the model before the page opens")
     p.add_argument("--concurrency", type=int, default=8, help="jobs running at once across users")
+    from playground.limits import add_arguments
+
+    add_arguments(p)
     return p.parse_args(argv)
 
 
 def main(argv=None) -> None:
     """Build and launch the app (blocks until the server stops)."""
     args = parse_args(argv)
+    from playground import backends, policy
+    from playground.limits import from_arguments
     from playground.ui import build_ui, launch_kwargs
 
-    demo = build_ui(args.model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload)
+    model = args.model or backends.default_model()
+    limits, rules = from_arguments(args, model)
+    policy.configure(rules)
+    backends.set_max_loaded(limits.max_loaded_models)
+    demo = build_ui(model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload, limits=limits)
     demo.queue(default_concurrency_limit=args.concurrency)
-    demo.launch(server_name=args.host, server_port=args.port, **launch_kwargs())
+    demo.launch(server_name=args.host, server_port=args.port, state_session_capacity=limits.max_sessions,
+                **launch_kwargs())
 
 
 if __name__ == "__main__":

@@ -261,14 +261,20 @@ def merged_events(events: Iterable[dict]) -> list[dict]:
     silently overwritten by the first and compare equal to a correct one.
     """
     out: list[dict] = []
+    parts: list[str] = []  # texts of the chunks being joined into out[-1] (joined once: linear time)
     for ev in events:
         ev = {k: v for k, v in ev.items() if k in EVENT_KEYS}
         last = out[-1] if out else None
         if (last is not None and ev.get("type") == "region_chunk" and last.get("type") == "region_chunk"
                 and last.get("field") == ev.get("field") and last.get("dirty") == ev.get("dirty")):
-            out[-1] = {**last, "text": last["text"] + ev["text"]}
-        else:
-            out.append(ev)
+            parts.append(ev["text"])
+            continue
+        if len(parts) > 1:
+            out[-1]["text"] = "".join(parts)
+        parts = [ev.get("text", "")] if ev.get("type") == "region_chunk" else []
+        out.append(ev)
+    if len(parts) > 1:
+        out[-1]["text"] = "".join(parts)
     return out
 
 

@@ -9,13 +9,15 @@ or the generator's ``finally`` sets, so ``generate`` really stops.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
+
+from . import policy
 
 try:  # ZeroGPU on Spaces; outside ZeroGPU the decorator returns the function unchanged
     import spaces  # type: ignore
@@ -52,9 +54,9 @@ class LoadedModel:
     info: dict = field(default_factory=dict)
 
 
-_CACHE: dict[tuple[str, bool], LoadedModel] = {}
-_LOCK = threading.Lock()
-_KEY_LOCKS: dict[tuple[str, bool], threading.Lock] = {}
+# Loaded models shared by all sessions: one entry per resolved model (and trust-remote-code switch), at most
+# `policy.configure(max_loaded=...)` of them, least recently used evicted first.
+_CACHE = policy.ModelCache(max_loaded=None)
 _ACTIVE = 0
 _ACTIVE_LOCK = threading.Lock()
 
@@ -93,16 +95,20 @@ def default_model() -> str:
     return str(default_tiny_model_dir())
 
 
-def _readable_load_error(name: str, e: BaseException) -> str:
+def _readable_load_error(model: policy.ResolvedModel, e: BaseException, hide_paths: bool) -> str:
+    name = policy.shown(model.label)
     text = f"{type(e).__name__}: {e}"
     low = text.lower()
     if isinstance(e, MemoryError) or "out of memory" in low:
         return f"Out of memory while loading '{name}'. Try a smaller model."
     if "trust_remote_code" in low:
         return f"'{name}' needs custom code; start the app with --trust-remote-code if you trust it."
-    if not Path(name).exists() and any(k in low for k in ("offline", "connect", "resolve", "not a valid model",
-                                                           "repository not found", "does not appear", "hub",
-                                                           "couldn't", "can't load", "not found", "no such")):
+    if hide_paths:  # exception texts name cache folders and files: say nothing about them
+        return (f"Could not load '{name}' (unknown id, private or gated repository, no network, or files "
+                "missing).")
+    if model.source == "hub" and any(k in low for k in ("offline", "connect", "resolve", "not a valid model",
+                                                        "repository not found", "does not appear", "hub",
+                                                        "couldn't", "can't load", "not found", "no such")):
         return (f"Could not load '{name}': it is not a local folder and it could not be fetched from the "
                 f"Hugging Face Hub (unknown id, private repo, or no network). Details: {text[:300]}")
     return f"Could not load '{name}': {text[:500]}"
@@ -111,50 +117,61 @@ def _readable_load_error(name: str, e: BaseException) -> str:
 def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
     """Load (or fetch from the shared cache) a tokenizer and causal LM by hub id or local folder.
 
-    On CUDA: ``dtype="auto", device_map="auto"``; on CPU: float32.  Raises
-    :class:`ModelLoadError` with a readable message for any failure.
+    The name goes through the model policy first (`playground.policy.current()`: allow-list, one cache entry
+    per resolved model, size check from metadata before any download). On CUDA: ``dtype="auto",
+    device_map="auto"``; on CPU: float32.  Raises :class:`ModelLoadError` with a readable message for any
+    failure or refusal.
     """
-    name = (name or "").strip()
-    if not name:
-        raise ModelLoadError("Enter a model id (e.g. org/name) or a local folder.")
-    key = (name, bool(trust_remote_code))
-    with _LOCK:  # short: find the cached model or this model's own loading lock
-        if key in _CACHE:
-            return _CACHE[key]
-        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with key_lock:  # one load per model; other models load or serve meanwhile
-        if key in _CACHE:
-            return _CACHE[key]
-        t0 = time.perf_counter()
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+    rules = policy.current()
+    try:
+        model = rules.resolve(name)
+    except policy.ModelRefused as e:
+        raise ModelLoadError(str(e)) from None
+    lm = _CACHE.get((model.key, bool(trust_remote_code)), lambda: _load(model, trust_remote_code, rules))
+    # The cached entry keeps the first spelling; each caller sees the name it asked for (tokenizer and model shared).
+    return lm if lm.name == model.label else dataclasses.replace(lm, name=model.label)
 
-            tok = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
-            if cuda_available():
-                model = AutoModelForCausalLM.from_pretrained(name, dtype="auto", device_map="auto",
-                                                             trust_remote_code=trust_remote_code)
-            else:
-                model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32,
-                                                             trust_remote_code=trust_remote_code)
-            model.eval()
-        except BaseException as e:  # noqa: BLE001 - includes OOM
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            gc.collect()
-            raise ModelLoadError(_readable_load_error(name, e)) from None
-        lm = LoadedModel(name=name, tokenizer=tok, model=model, device=str(getattr(model, "device", "cpu")),
-                         load_seconds=time.perf_counter() - t0, trust_remote_code=trust_remote_code,
-                         info={"parameters": sum(p.numel() for p in model.parameters())})
-        with _LOCK:
-            _CACHE[key] = lm
-        return lm
+
+def _load(model: policy.ResolvedModel, trust_remote_code: bool, rules: policy.ModelPolicy) -> LoadedModel:
+    t0 = time.perf_counter()
+    on_gpu = cuda_available()
+    try:
+        rules.check_size(model, "cuda" if on_gpu else "cpu")
+    except policy.ModelRefused as e:
+        raise ModelLoadError(str(e)) from None
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(model.location, trust_remote_code=trust_remote_code)
+        if on_gpu:
+            lm_model = AutoModelForCausalLM.from_pretrained(model.location, dtype="auto", device_map="auto",
+                                                            trust_remote_code=trust_remote_code)
+        else:
+            lm_model = AutoModelForCausalLM.from_pretrained(model.location, dtype=torch.float32,
+                                                            trust_remote_code=trust_remote_code)
+        lm_model.eval()
+    except BaseException as e:  # noqa: BLE001 - includes OOM
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        gc.collect()
+        raise ModelLoadError(_readable_load_error(model, e, rules.hide_paths)) from None
+    return LoadedModel(name=model.label, tokenizer=tok, model=lm_model,
+                       device=str(getattr(lm_model, "device", "cpu")), load_seconds=time.perf_counter() - t0,
+                       trust_remote_code=trust_remote_code,
+                       info={"parameters": sum(p.numel() for p in lm_model.parameters()), "key": model.key,
+                             "source": model.source})
 
 
 def cached_models() -> list[str]:
-    """Names of the models in the shared cache."""
-    with _LOCK:
-        return [k[0] for k in _CACHE]
+    """Names (as shown) of the models in the shared cache, least recently used first."""
+    return [lm.name for lm in _CACHE.values()]
+
+
+def set_max_loaded(n: int | None) -> None:
+    """Keep at most ``n`` models loaded (None: no limit); evicts the least recently used beyond it."""
+    _CACHE.max_loaded = n
+    _CACHE.trim()
 
 
 def render_prompt(lm: LoadedModel, messages: list[dict], tools: list | None = None,
@@ -278,5 +295,5 @@ def model_label(lm: LoadedModel) -> str:
     """One-line description of a loaded model for the status bar."""
     n = lm.info.get("parameters", 0)
     size = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
-    base = os.path.basename(lm.name.rstrip("/")) if os.path.isdir(lm.name) else lm.name
-    return f"{base} · {size} params · {lm.device} · loaded in {lm.load_seconds:.1f}s"
+    base = os.path.basename(lm.name.rstrip("/")) if lm.info.get("source") == "folder" else lm.name
+    return f"{policy.shown(base)} · {size} params · {lm.device} · loaded in {lm.load_seconds:.1f}s"

@@ -102,6 +102,15 @@ def _covering(starts: list[int], items: list[dict], x: int) -> dict | None:
     return None
 
 
+def _in_window(rows, a: int, b: int, **equal) -> list[dict]:
+    """Rows (dicts with ``start``/``end``) that touch ``[a, b]`` and match ``equal``; compact stores
+    (`playground.compact.Records`) answer without rebuilding every row."""
+    if hasattr(rows, "window"):
+        return rows.window(a, b, **equal)
+    return [r for r in rows if all(r.get(k) == v for k, v in equal.items())
+            and r.get("end", a) >= a and r.get("start", b) <= b]
+
+
 def timeline_window(n: int, max_chars: int, start: int | None) -> tuple[int, int]:
     """The [a, b) window of a text of length ``n`` to draw: the tail by default, else from ``start``."""
     if n <= max_chars:
@@ -127,8 +136,11 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
     text = view.text
     n = len(text)
     a, b = timeline_window(n, max_chars, start)
-    seg_starts, segs = _index_by_start(view.segments)
-    chunk_events = [e for e in view.events if e.get("type") == "region_chunk" and "start" in e]
+    seg_starts, segs = _index_by_start(_in_window(view.segments, a, b))
+    chunk_events = [e for e in _in_window(view.events, a, b, type="region_chunk") if "start" in e]
+    delims_at: dict = {}
+    for d in _in_window(view.delimiters, a, b):
+        delims_at.setdefault(d.get("start"), d)
     ev_starts, evs = _index_by_start(chunk_events)
     chunk_starts = list(view.chunk_starts)
     held_a, held_b = view.held if view.held else (n, n)
@@ -171,7 +183,7 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
             kind = seg.get("kind")
             classes.append({"body": "b", "delimiter": "d", "discarded": "x"}.get(kind, "u"))
             if kind == "delimiter":
-                dl = next((d for d in view.delimiters if d.get("start") == seg["start"]), None)
+                dl = delims_at.get(seg["start"])
                 title = f"{(dl or {}).get('kind', '')} delimiter of {fld}"
                 if dl and dl.get("captures"):
                     title += f" captures={json.dumps(dl['captures'], ensure_ascii=False)}"

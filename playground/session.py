@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import copy
 import json
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 import parsing
+
+from .compact import ChunkedText, IntArray, Offsets, Records, delimiter_log, event_log, segment_log
+from .limits import RequestBudget
+
+MAX_ERRORS = 200  # region errors listed per parse (a template failing on every region would list thousands)
+MAX_ERROR_CHARS = 2000  # characters kept of each error message
 
 SKELETON_TEMPLATE = {
     "version": 1,
@@ -45,24 +52,39 @@ class Run:
     """One recorded generation.
 
     ``prefix``: the rendered prompt (str). ``chunks``: the generated text as the
-    chunks arrived (tuple of str, empty strings already dropped). ``times``:
-    seconds since the start of the generation at which each chunk arrived
-    (same length as ``chunks``, may be empty for pasted text). ``template_text``:
-    the template JSON text used. ``tools``: list of tool schemas or None.
-    ``source``: "model", "paste" or "example".
+    chunks arrived: any iterable of str on construction, kept as a `ChunkedText`
+    (the text once plus the chunk boundaries; a sequence of str with empty chunks
+    dropped). ``times``: seconds since the start of the generation at which each
+    chunk arrived (same length as ``chunks``, may be empty for pasted text; kept
+    as an ``array('d')``). ``template_text``: the template JSON text used.
+    ``tools``: list of tool schemas or None. ``source``: "model", "paste" or "example".
     """
 
     prefix: str = ""
-    chunks: tuple = ()
+    chunks: ChunkedText = ()
     template_text: str = ""
     tools: tuple | None = None
-    times: tuple = ()
+    times: Any = ()
     source: str = "model"
+
+    def __post_init__(self):
+        if not isinstance(self.chunks, ChunkedText):
+            object.__setattr__(self, "chunks", ChunkedText(self.chunks))
+        if not isinstance(self.times, array):
+            object.__setattr__(self, "times", array("d", self.times))
+
+    __hash__ = None  # holds arrays
 
     @property
     def text(self) -> str:
         """The whole generated text."""
-        return "".join(self.chunks)
+        return self.chunks.text
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate bytes this run holds."""
+        return (self.chunks.nbytes + len(self.prefix) + len(self.template_text) + len(self.times) * 8
+                + len(json.dumps(self.tools or [], default=str)))
 
 
 @dataclass
@@ -76,93 +98,149 @@ class ParseView:
     first) each with ``index`` and ``phase`` ("prefix" | "stream" | "final").
     ``chunk_starts``: offset at which each generation chunk starts.  ``held``:
     (start, end) bytes held back.  ``errors``: dicts ``message``, ``start``,
-    ``end``, ``field``.  ``message``: the final dict (None until final or on error).
+    ``end``, ``field`` (at most `MAX_ERRORS`; ``errors_dropped`` counts the rest),
+    plus ``timeout`` (a pattern ran past its per-call budget) and ``budget`` (the
+    request's time budget cut the parse here).  ``message``: the final dict (None
+    until final or on error).  ``segments``, ``delimiters`` and ``events`` are
+    sequences of dicts; a `LiveParse` view keeps them as `playground.compact.Records`
+    (arrays; each dict rebuilt when read).
     """
 
     text: str = ""
     prefix_length: int = 0
     dropped_prefix: str = ""
-    segments: list = field(default_factory=list)
-    delimiters: list = field(default_factory=list)
-    events: list = field(default_factory=list)
-    chunk_starts: list = field(default_factory=list)
+    segments: Any = field(default_factory=list)
+    delimiters: Any = field(default_factory=list)
+    events: Any = field(default_factory=list)
+    chunk_starts: Any = field(default_factory=list)
     held: tuple = (0, 0)
     errors: list = field(default_factory=list)
     message: dict | None = None
     final: bool = False
     field_names: list = field(default_factory=list)
+    errors_dropped: int = 0
+
+    @property
+    def cut(self) -> dict | None:
+        """The error where a request's time budget stopped this parse, else None."""
+        return next((e for e in self.errors if e.get("budget")), None)
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate bytes this view holds (its message counted once, as JSON)."""
+        size = len(self.text) * (1 if self.text.isascii() else 4) + len(self.dropped_prefix)
+        for part in (self.segments, self.delimiters, self.events, self.chunk_starts):
+            size += getattr(part, "nbytes", 100 * len(part))
+        size += sum(len(e.get("message", "")) + 100 for e in self.errors)
+        return size + len(json.dumps(self.message, default=str)) if self.message is not None else size
 
 
 class LiveParse:
-    """Feeds chunks to a spanning parser and never raises after construction.
+    """Feeds chunks to a spanning parser and never raises after construction, except `RequestCancelled`.
 
-    Construction raises `parsing.TemplateError` for a bad template.  A
-    parser error during ``feed``/``finalize`` (or while reading the prefix) is
-    recorded in ``errors`` with its offset; later text is kept as unparsed.
+    Construction raises `parsing.TemplateError` for a bad template.  A parser error during
+    ``feed``/``finalize`` (or while reading the prefix) is recorded in ``errors`` with its offset; later text is
+    kept as unparsed.  With a ``budget`` (`playground.limits.RequestBudget`) the parser gets what is left of it
+    as its ``time_budget`` and the time spent is counted on the budget; when it runs out the parse stops there
+    (an error with ``budget: True``), and `RequestCancelled` propagates when the client has left.  Events,
+    segments and delimiter matches are kept compactly (`playground.compact.Records`).
     """
 
-    def __init__(self, template_text: str, prefix: str, tools: list | None = None):
+    def __init__(self, template_text: str, prefix: str, tools: list | None = None, *,
+                 budget: RequestBudget | None = None, regex_timeout: float | None = parsing.parser.DEFAULT_REGEX_TIMEOUT):
         self.compiled = parsing.loads_template(template_text)
         spec = getattr(self.compiled, "spec", None)
         if not isinstance(spec, dict):
             spec = json.loads(template_text) if isinstance(template_text, str) else template_text
         self.field_names = list((spec or {}).get("fields", {}))
         self.prefix = prefix or ""
-        self.events: list[dict] = []
-        self.chunk_starts: list[int] = []
+        self.budget = budget if budget is not None else RequestBudget(None)
+        self.events: Records = event_log()
+        self.chunk_starts = IntArray()
         self.errors: list[dict] = []
+        self.errors_dropped = 0
         self.unparsed = ""
         self.message = None
         self.final = False
         self.failed = False
         self._last_open: dict[str, int] = {}
+        self._text_len_done = 0  # stream length once the parser stopped
+        self._fed = 0  # generation characters fed to the parser
         try:
-            self.parser = parsing.ResponseParser(self.compiled, self.prefix, tools=tools or None, spans=True,
-                                                 recover=True)
+            with self.budget.working():
+                self.parser = parsing.ResponseParser(self.compiled, self.prefix, tools=tools or None, spans=True,
+                                                     recover=True, regex_timeout=regex_timeout,
+                                                     time_budget=self.budget.remaining())
             self._add(self.parser.initial_events, "prefix")
         except Exception as e:  # noqa: BLE001 - shown to the user, never raised
             self.parser = None
             self.failed = True
             self.unparsed = self.prefix
-            self.errors.append({"message": describe_error(e), "start": 0, "end": len(self.prefix), "field": None,
-                                "timeout": isinstance(e, parsing.PatternTimeoutError)})
+            self._error(describe_error(e), 0, len(self.prefix), None, e)
 
     def _text_len(self) -> int:
-        return len(self.parser.stream_text) if self.parser is not None else 0
+        if self.parser is None:
+            return 0
+        return self._text_len_done if self.failed else self.parser.prefix_length + self._fed
+
+    def _error(self, message: str, start: int, end: int, field_name: str | None,
+               exc: BaseException | None = None) -> dict | None:
+        if len(self.errors) >= MAX_ERRORS:
+            self.errors_dropped += 1
+            return None
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[:MAX_ERROR_CHARS] + "…"
+        err = {"message": message, "start": start, "end": max(end, start), "field": field_name,
+               "timeout": isinstance(exc, parsing.PatternTimeoutError),
+               "budget": isinstance(exc, parsing.BudgetExceededError)}
+        self.errors.append(err)
+        return err
 
     def _add(self, events: list[dict], phase: str) -> None:
+        log = self.events
         for ev in events:
-            ev = dict(ev)
-            ev["index"], ev["phase"] = len(self.events), phase
-            if ev.get("type") == "region_open" and "start" in ev:
+            etype = ev.get("type")
+            if etype == "region_open":
                 self._last_open[ev.get("field")] = ev["start"]
-            if ev.get("type") == "region_error":
+            elif etype == "region_error":
                 start = ev.get("start", self._last_open.get(ev.get("field"), 0))
-                end = ev.get("end", self._text_len())
-                self.errors.append({"message": f"{ev.get('field')}: {ev.get('message')}", "start": start,
-                                    "end": max(end, start), "field": ev.get("field")})
-            self.events.append(ev)
+                message = str(ev.get("message"))
+                err = self._error(f"{ev.get('field')}: {message}", start, ev.get("end", self._text_len()),
+                                  ev.get("field"))
+                if err is not None and message.startswith("PatternTimeoutError:"):
+                    err["timeout"] = True  # the reference has no regex timeout: it would hang on this
+            ev = dict(ev, phase=phase)
+            log.append(ev)
 
     def feed(self, chunk: str) -> None:
-        """Feed one generation chunk (str); empty chunks are ignored."""
+        """Feed one generation chunk (str); empty chunks are ignored.
+
+        Raises:
+            RequestCancelled: the budget's client left.
+        """
         if not chunk or self.final:
             return
+        self.budget.check()
         if self.failed:
             self.chunk_starts.append(self._text_len() + len(self.unparsed))
             self.unparsed += chunk
             return
         self.chunk_starts.append(self._text_len())
         try:
-            self._add(self.parser.feed(chunk), "stream")
+            with self.budget.working():
+                events = self.parser.feed(chunk)
+            self._fed += len(chunk)
+            self._add(events, "stream")
         except Exception as e:  # noqa: BLE001
+            self._fed += len(chunk)
             self._fail(e)
 
     def _fail(self, e: Exception) -> None:
+        held_start = self.parser.held()[0]
+        stream_len = self.parser.prefix_length + self._fed
+        self._text_len_done = stream_len
         self.failed = True
-        held = self.parser.held() if hasattr(self.parser, "held") else (self._text_len(),) * 2
-        start = min(held[0], self._text_len())
-        self.errors.append({"message": describe_error(e), "start": start, "end": self._text_len(), "field": None,
-                            "timeout": isinstance(e, parsing.PatternTimeoutError)})
+        self._error(describe_error(e), min(held_start, stream_len), stream_len, None, e)
 
     def finalize(self) -> None:
         """End the stream: flush, close regions, compute the message (unless failed)."""
@@ -172,25 +250,34 @@ class LiveParse:
         if self.failed:
             return
         try:
-            message, events = self.parser.finalize()
+            with self.budget.working():
+                message, events = self.parser.finalize()
             self._add(events, "final")
             self.message = message
         except Exception as e:  # noqa: BLE001
             self._fail(e)
 
     def view(self) -> ParseView:
-        """A snapshot for rendering (cheap: lists are shared, not copied)."""
+        """A snapshot for rendering (cheap: the event log is shared, not copied)."""
         p = self.parser
         if p is None:
             return ParseView(text=self.unparsed, prefix_length=len(self.prefix), events=self.events,
                              chunk_starts=self.chunk_starts, errors=self.errors, final=self.final,
-                             field_names=self.field_names, held=(0, 0))
+                             field_names=self.field_names, held=(0, 0), errors_dropped=self.errors_dropped)
         text = p.stream_text + self.unparsed
+        self.events.bind(text)
         held = (len(text), len(text)) if self.final else tuple(p.held())
+        segments, delimiters = segment_log(), delimiter_log()
+        for row in p.segments():
+            segments.append(row)
+        for row in p.delimiters:
+            delimiters.append(row)
+        delimiters.bind(text)
         return ParseView(text=text, prefix_length=p.prefix_length, dropped_prefix=p.dropped_prefix,
-                         segments=p.segments(), delimiters=list(p.delimiters), events=self.events,
+                         segments=segments, delimiters=delimiters, events=self.events,
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
-                         message=self.message, final=self.final, field_names=self.field_names)
+                         message=self.message, final=self.final, field_names=self.field_names,
+                         errors_dropped=self.errors_dropped)
 
 
 def describe_error(e: BaseException) -> str:
@@ -239,17 +326,27 @@ def parse_tools(text: str | None) -> list | None:
     return tools or None
 
 
-def parse_run(run: Run, template_text: str | None = None) -> ParseView:
-    """Re-parse a recorded run (no delays) with ``template_text`` (default: the run's own).
+def parse_run(run: Run, template_text: str | None = None, budget: RequestBudget | None = None) -> ParseView:
+    """Re-parse a recorded run (no delays) with ``template_text`` (default: the run's own), under ``budget``.
 
-    Raises `parsing.TemplateError` when the template is invalid.
+    Raises `parsing.TemplateError` when the template is invalid, `playground.limits.RequestCancelled` when the
+    client left.
     """
     live = LiveParse(template_text if template_text is not None else run.template_text, run.prefix,
-                     list(run.tools) if run.tools else None)
+                     list(run.tools) if run.tools else None, budget=budget)
     for chunk in run.chunks:
         live.feed(chunk)
     live.finalize()
     return live.view()
+
+
+def _starts_follow(starts, chunks: ChunkedText, base: int) -> bool:
+    """Whether ``starts`` are ``base`` plus the chunk boundaries of ``chunks`` (a parse fed exactly those)."""
+    n = len(chunks)
+    if len(starts) != n or isinstance(starts, Offsets):
+        return False
+    expected = Offsets(chunks, base)
+    return all(starts[i] == expected[i] for i in range(n))
 
 
 @dataclass
@@ -269,6 +366,29 @@ class Session:
     template_text: str = field(default_factory=lambda: template_to_text(SKELETON_TEMPLATE))
     model_id: str | None = None
     pending_tool_calls: list = field(default_factory=list)
+    note: str | None = None  # why the run is gone, when it was dropped for memory
+
+    def keep(self, run: Run | None, view: ParseView | None, check: dict | None) -> None:
+        """Make ``run`` the current run with its parse and check (the check without the reference's message,
+        which only the page needed)."""
+        if run is not None and view is not None and _starts_follow(view.chunk_starts, run.chunks, view.prefix_length):
+            view.chunk_starts = Offsets(run.chunks, view.prefix_length)  # the same numbers, not stored twice
+        self.run, self.view = run, view
+        self.check = {k: v for k, v in check.items() if k != "ref_message"} if check else check
+
+    def drop_run(self) -> None:
+        """Forget the current run and its parse (memory pressure, or the client left)."""
+        self.run = self.view = self.check = None
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate bytes this session holds (run, parse, conversation)."""
+        size = len(self.template_text) + len(json.dumps(self.history, default=str))
+        if self.run is not None:
+            size += self.run.nbytes
+        if self.view is not None:
+            size += self.view.nbytes
+        return size + len(json.dumps(self.check or {}, default=str))
 
     def __deepcopy__(self, memo):
         new = Session()

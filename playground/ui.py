@@ -27,8 +27,9 @@ import gradio as gr
 import parsing
 from parsing.streams import replay_chunks, tokenish_chunks
 
-from . import backends, render
+from . import backends, guard, policy, reference, render
 from .export import export_template
+from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import (
     SKELETON_TEMPLATE,
@@ -304,14 +305,21 @@ def library_template_text(family: str) -> str:
 
 
 def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
-             preload: bool = True) -> gr.Blocks:
+             preload: bool = True, limits: Limits | None = None) -> gr.Blocks:
     """Build the Blocks app.
 
     ``default_model``: hub id or folder put in the model box (None: ``backends.default_model()``).
     ``preload``: load it now so the template editor starts from its tokenizer (a failure is shown, not raised).
+    ``limits``: budgets, input sizes and session memory (`playground.limits.Limits`; None: those in force,
+    a private machine's unless ``app.py`` configured others). The model policy in force
+    (`playground.policy.configure`) decides what the model box may load.
     Launch with ``demo.launch(css=render.CSS)`` (see :func:`launch_kwargs`).
     """
-    default_model = default_model or backends.default_model()
+    limits = limits or guard.limits()
+    guard.configure(limits)
+    reference.configure(limits.workers)
+    threading.Thread(target=reference.warm_up, daemon=True, name="reference-warm-up").start()
+    default_model = policy.current().label_for(default_model or backends.default_model())
     initial_template = template_to_text(SKELETON_TEMPLATE)
     startup_note = f"Model box: {default_model}."
     if preload:
@@ -326,7 +334,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     families = list_library_families()
 
     with gr.Blocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
-        session = gr.State(Session(template_text=initial_template))
+        session = gr.State(Session(template_text=initial_template), time_to_live=limits.session_ttl,
+                           delete_callback=_forget_session)
         gr.Markdown("## 🧩 Response Template Playground\nStream a model through a response template and see "
                     "every character land in its field.")
         with gr.Row():
@@ -420,8 +429,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         def finish(sess: Session, live: LiveParse, run: Run):
             view = live.view()
-            chk = reference_check(run, view)
-            sess.run, sess.view, sess.check = run, view, chk
+            chk = check_against_reference(run, view)
+            sess.keep(run, view, chk)
             return view, chk
 
         def chat_turn(kind, text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
@@ -434,6 +443,10 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     yield (_status("Type a message first." if kind == "user" else "Type a tool result first.",
                                    "error"), gr.skip(), gr.skip(), gr.skip(), *keep, sess)
                     return
+                limits.check_size("The template", tpl_text, "max_template_chars")
+                limits.check_size("The tools", tools_text, "max_tools_chars")
+                limits.check_size("The conversation", json.dumps(sess.history, default=str) + text,
+                                  "max_history_chars")
                 try:
                     parsing.loads_template(tpl_text)
                 except parsing.TemplateError as p:
@@ -461,7 +474,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 msgs = ([{"role": "system", "content": system}] if (system or "").strip() else []) + \
                     [{k: v for k, v in m.items() if k != "_raw"} for m in sess.history]
                 prompt = backends.render_prompt(lm, msgs, tools, {"enable_thinking": bool(think)})
-                live = LiveParse(tpl_text, prompt, tools)
+                live = LiveParse(tpl_text, prompt, tools, budget=guard.request_budget(),
+                                 regex_timeout=limits.regex_timeout)
                 yield (_status("Generating… (Stop stops generate)"), chat, gr.skip(), gr.skip(),
                        *_visuals(live.view(), window=STREAM_WINDOW), sess)
                 stop_event = threading.Event()
@@ -500,7 +514,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 note = " A tool was called: answer with a tool result below." if calls else ""
                 errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
                 word = "Stopped" if stopped else "Done"
-                yield (_status(f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}", "ok"),
+                yield (_done_status(view, f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}"),
                        gr.update(value=history_to_chat(sess.history)), gr.skip(), gr.skip(),
                        *_visuals(view, chk), sess)
             except Exception as e:  # noqa: BLE001 - readable message, never a traceback
@@ -570,6 +584,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         def on_template(text, sess: Session, start):
             try:
+                limits.check_size("The template", text, "max_template_chars")
                 parsing.loads_template(text)
             except parsing.TemplateError as p:
                 sess.template_text = text
@@ -578,10 +593,11 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             hints = "".join(f" · {h}" for h in field_name_hints(text))
             if sess.run is None:
                 return (render.template_status_html(None, ok_note=hints), *(gr.skip(),) * len(vis), sess)
-            view = parse_run(sess.run, text)
-            chk = reference_check(sess.run, view, text)
-            sess.view, sess.check = view, chk
-            return (render.template_status_html(None, ok_note=" · re-parsed the last run" + hints),
+            view = parse_run(sess.run, text, budget=guard.request_budget())
+            chk = check_against_reference(sess.run, view, text)
+            sess.keep(sess.run, view, chk)
+            note = " · re-parsed the last run" if view.cut is None else f" · {_cut_text(view)}"
+            return (render.template_status_html(None, ok_note=note + hints),
                     *_visuals(view, chk, start=_start(start)), sess)
 
         template.change(_with_outputs(on_template, 2 + len(vis)), [template, session, timeline_from],
@@ -601,7 +617,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
         lib_dd.change(_with_outputs(on_library, 2), [lib_dd, session], [status, template])
 
         def replay_chunks_of(run: Run, tpl_text: str, sess: Session, label: str):
-            live = LiveParse(tpl_text, run.prefix, list(run.tools) if run.tools else None)
+            live = LiveParse(tpl_text, run.prefix, list(run.tools) if run.tools else None,
+                             budget=guard.request_budget(), regex_timeout=limits.regex_timeout)
             delay = min(0.02, REPLAY_SECONDS / max(1, len(run.chunks)))
             record, times = [], []
             throttle = _Throttle(PREVIEW_INTERVAL)
@@ -612,12 +629,12 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             new_run = Run(prefix=run.prefix, chunks=run.chunks, template_text=tpl_text, tools=run.tools,
                           times=run.times, source=run.source)
             view, chk = finish(sess, live, new_run)
-            yield (_status(f"{label}: done, {len(run.chunks)} chunks.", "ok"), *_visuals(view, chk), sess)
+            yield (_done_status(view, f"{label}: done, {len(run.chunks)} chunks."), *_visuals(view, chk), sess)
 
         def replay(tpl_text, sess: Session):
             try:
                 if sess.run is None:
-                    yield (_status("Nothing to replay yet."), *(gr.skip(),) * len(vis), sess)
+                    yield (_status(sess.note or "Nothing to replay yet."), *(gr.skip(),) * len(vis), sess)
                     return
                 parsing.loads_template(tpl_text)
                 yield from replay_chunks_of(sess.run, tpl_text, sess, "Replaying")
@@ -631,6 +648,10 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         def paste(raw, prefix, tools_text, tpl_text, sess: Session, stream: bool):
             try:
+                limits.check_size("The pasted output", raw, "max_paste_chars")
+                limits.check_size("The prompt prefix", prefix, "max_prefix_chars")
+                limits.check_size("The tools", tools_text, "max_tools_chars")
+                limits.check_size("The template", tpl_text, "max_template_chars")
                 tools = parse_tools(tools_text)
                 parsing.loads_template(tpl_text)
                 run = Run(prefix=prefix or "", chunks=tuple(tokenish_chunks(raw or "")), template_text=tpl_text,
@@ -638,10 +659,10 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 if stream:
                     yield from replay_chunks_of(run, tpl_text, sess, "Replaying pasted text")
                     return
-                view = parse_run(run)
-                chk = reference_check(run, view)
-                sess.run, sess.view, sess.check = run, view, chk
-                yield (_status(f"Parsed {len(raw or '')} characters.", "ok"), *_visuals(view, chk), sess)
+                view = parse_run(run, budget=guard.request_budget())
+                chk = check_against_reference(run, view)
+                sess.keep(run, view, chk)
+                yield (_done_status(view, f"Parsed {len(raw or '')} characters."), *_visuals(view, chk), sess)
             except parsing.TemplateError as p:
                 yield (_status(f"Fix the template first: {p.message}", "error"), *(gr.skip(),) * len(vis), sess)
             except Exception as e:  # noqa: BLE001
@@ -694,7 +715,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                         render.template_status_html(p, tpl_text), gr.update(visible=False))
             kind = "ok" if res.roundtrip_ok else "error"
             return (_status(res.message, kind), f'<div class="status-{kind}" id="export-result">'
-                    f'{html.escape(res.message)}<br>Folder: <code>{html.escape(str(res.folder))}</code></div>',
+                    f'{html.escape(res.message)}<br>Folder: <code>'
+                    f'{html.escape(res.folder.name if limits.public else str(res.folder))}</code></div>',
                     gr.update(value=str(res.zip_path), visible=True))
 
         export_btn.click(_with_outputs(do_export, 3), [template, model_box, session],
@@ -727,7 +749,40 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     doctor.build_doctor_panel(ctx)
                 except Exception as e:  # noqa: BLE001 - a broken panel must not take the app down
                     gr.Markdown(f"The Doctor panel failed to build: {type(e).__name__}: {e}")
+        demo.unload(_client_left)
+    # Every handler (the Doctor's too): repaired text in and out, a message for any failure, session upkeep.
+    guard.protect(demo, {status: lambda m: _status(m, "error"), template_status: render.template_status_html,
+                         export_status: lambda m: _status(m, "error")})
     return demo
+
+
+def check_against_reference(run: Run, view, template_text: str | None = None) -> dict:
+    """The side-by-side transformers check of ``view`` under the limits in force (stopped if the client leaves)."""
+    return reference_check(run, view, template_text, budget=guard.limits().reference_budget,
+                           cancel=guard.cancel_event())
+
+
+def _cut_text(view) -> str:
+    """What the request's time budget cut from ``view``, and how to run it without limits."""
+    cut = view.cut
+    total = len(view.text) - view.prefix_length
+    return cut_message(guard.limits().request_budget, max(0, cut["start"] - view.prefix_length), total)
+
+
+def _done_status(view, text: str) -> str:
+    """The status line after a parse: ``text``, or what the time limit cut."""
+    return _status(_cut_text(view), "error") if view.cut is not None else _status(text, "ok")
+
+
+def _client_left(request: gr.Request):
+    """The page was closed: stop its work and free its run now (Gradio keeps closed sessions an hour)."""
+    guard.SESSIONS.leave(getattr(request, "session_hash", None))
+
+
+def _forget_session(sess) -> None:
+    """``gr.State`` delete callback (time-to-live passed): free the run."""
+    if hasattr(sess, "drop_run"):
+        sess.drop_run()
 
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "response-template-playground-exports"

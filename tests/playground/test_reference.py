@@ -39,19 +39,47 @@ def test_reference_check_skips_quickly_when_our_parse_timed_out():
     assert chk["skipped"] and not chk["agree"] and not chk["differences"]
 
 
-def test_reference_check_runs_transformers_under_a_time_budget():
+def test_reference_check_runs_transformers_in_a_worker_killed_at_its_deadline():
     import time
 
     from playground.render import check_html
     from playground.session import ParseView
 
+    reference.warm_up()
+    ok = Run(prefix=PREFIX, chunks=tuple(tokenish_chunks(OUT)), template_text=TPL)
+    assert reference_check(ok, parse_run(ok), budget=60)["agree"]  # workers up and answering
+    kills = reference.pool().kills
     run = _catastrophic_run()
     t0 = time.monotonic()
-    chk = reference_check(run, ParseView(final=True))  # a view without our timeout: the reference runs
+    chk = reference_check(run, ParseView(final=True), budget=1.0)  # a view without our timeout: the reference runs
     took = time.monotonic() - t0
-    assert took < reference.REFERENCE_BUDGET_S + 2, took
+    assert took < 1.0 + 2, took
     assert chk["skipped"] == ("reference check skipped: the transformers parser exceeded the time budget "
-                              f"({reference.REFERENCE_BUDGET_S:g}s) on this template")
+                              "(1s) on this template")
     assert not chk["differences"] and chk["ref_error"] is None
     html_ = check_html(chk)
     assert "exceeded the time budget" in html_ and "Traceback" not in html_ and "differs" not in html_
+    assert reference.pool().kills == kills + 1  # the stuck worker was killed, a fresh one took its place
+    assert reference_check(ok, parse_run(ok), budget=60)["agree"]
+
+
+def test_reference_tag_patterns_cannot_pin_a_core():
+    """Issue #10 item 1: the transformers check ran a catastrophic xml-inline tag_pattern with no limit."""
+    import time
+
+    spec = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n", "fields": {
+        "args": {"open": "<x>", "close": "</x>", "content": "xml-inline", "content_args": {
+            "tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+            "value_parser": {"name": "xml-inline", "args": {"tag_pattern": "(?P<key>k)(?P<value>(a|aa)+z)"}}}},
+        "content": {"close": "<|im_end|>"}}}
+    run = Run(prefix="", chunks=("<x><p>k" + "a" * 60 + "yz</p></x>done<|im_end|>",), template_text=json.dumps(spec))
+    view = parse_run(run)
+    assert view.errors and view.errors[0]["timeout"]  # ours: a region error naming the nested pattern
+    assert "value_parser.args.tag_pattern" in view.errors[0]["message"]
+    assert view.message == {"role": "assistant", "content": "done"}
+    from playground.session import ParseView
+
+    t0 = time.monotonic()
+    chk = reference_check(run, ParseView(final=True, message=view.message), budget=1.5)
+    assert time.monotonic() - t0 < 1.5 + 2
+    assert "exceeded the time budget" in chk["skipped"]

@@ -1,0 +1,278 @@
+"""One guard around every handler of the page, and the bookkeeping of sessions.
+
+`protect(demo, ...)` wraps every event handler of a built page once, so that whatever a visitor sends:
+
+* text with lone surrogates (which the browser can send and JSON can carry, but the page cannot show) is
+  repaired on the way in and on the way out, and values nested deeper than `MAX_DEPTH` are cut, so no
+  component fails to serialise and shows a bare "Error";
+* an exception becomes a readable message in the handler's status output (file paths removed on a public
+  server); a client that left stops its work quietly;
+* the session's state is registered (`SESSIONS`): its cancel event is set when the client leaves, its run is
+  dropped then, and the least recently used sessions' runs are dropped when all of them together hold more
+  than the configured memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import threading
+import time
+import weakref
+from typing import Any, Callable
+
+from .limits import Limits, RequestBudget, RequestCancelled
+
+MAX_DEPTH = 64  # levels of nesting sent to the page; deeper values become a note (the page's JSON stops at 254)
+_ABS_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"<>:,;()]+/)+[^\s/'\"<>:,;()]*")
+
+_LIMITS = Limits.private()
+
+
+def configure(limits: Limits) -> None:
+    """Put ``limits`` in force for every guarded handler (budgets, memory of sessions)."""
+    global _LIMITS
+    _LIMITS = limits
+    SESSIONS.memory_limit = None if limits.sessions_memory_mb is None else int(limits.sessions_memory_mb * 2**20)
+
+
+def limits() -> Limits:
+    """The limits in force."""
+    return _LIMITS
+
+
+# ---------------------------------------------------------------- cleaning values for the page
+
+
+def clean_text(s: str) -> str:
+    """``s`` with lone surrogates replaced by U+FFFD (pairs joined into their character)."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean(value: Any, depth: int = 0) -> Any:
+    """``value`` made safe to send to the page: strings repaired (`clean_text`), containers deeper than
+    `MAX_DEPTH` replaced by a note. Returns the same object when nothing had to change."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= MAX_DEPTH:
+            return f"… (nested deeper than {MAX_DEPTH} levels: not shown here)"
+        if isinstance(value, dict):
+            pairs = [(clean(k, depth + 1), clean(v, depth + 1)) for k, v in value.items()]
+            if all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items())):
+                return value
+            out = dict(pairs)
+            if type(value) is not dict:  # e.g. gr.update's dict subclass
+                try:
+                    return type(value)(out)
+                except Exception:  # noqa: BLE001
+                    return out
+            return out
+        items = [clean(v, depth + 1) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+def scrub_paths(text: str) -> str:
+    """``text`` with absolute file-system paths replaced by ``<path>`` (for messages on a public server)."""
+    return _ABS_PATH.sub("<path>", text)
+
+
+# ---------------------------------------------------------------- sessions
+
+
+def _session_hash() -> str | None:
+    """The session hash of the request being handled (Gradio sets it for the running handler), else None."""
+    try:
+        from gradio.context import LocalContext
+
+        request = LocalContext.request.get(None)
+        return getattr(request, "session_hash", None) if request is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class SessionRegistry:
+    """Sessions seen by guarded handlers: their state, last use, and cancel event.
+
+    ``memory_limit`` (bytes, None: none): when the sessions' runs hold more than this together, the least
+    recently used sessions' runs are dropped (`Session.drop_run`), never the one being served.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._states: dict[str, weakref.ref] = {}
+        self._used: dict[str, float] = {}
+        self._sizes: dict[str, int] = {}
+        self._cancel: dict[str, threading.Event] = {}
+        self.memory_limit: int | None = None
+        self.dropped = 0  # runs dropped under memory pressure (for tests)
+
+    def cancel_event(self, session_hash: str | None) -> threading.Event | None:
+        """The event set when that session's client leaves (None without a session)."""
+        if session_hash is None:
+            return None
+        with self._lock:
+            return self._cancel.setdefault(session_hash, threading.Event())
+
+    def touch(self, session_hash: str | None, state: Any) -> None:
+        """Record that ``state`` (a `playground.session.Session`) belongs to that session and was just used;
+        then drop the oldest sessions' runs when all of them hold more than ``memory_limit``."""
+        if session_hash is None or not hasattr(state, "nbytes"):
+            return
+        size = state.nbytes
+        with self._lock:
+            self._states[session_hash] = weakref.ref(state)
+            self._used[session_hash] = time.monotonic()
+            self._sizes[session_hash] = size
+            if self.memory_limit is None or sum(self._sizes.values()) <= self.memory_limit:
+                return
+            victims = sorted((t, h) for h, t in self._used.items() if h != session_hash)
+        for _, h in victims:
+            with self._lock:
+                if sum(self._sizes.values()) <= self.memory_limit:
+                    return
+                ref = self._states.get(h)
+                self._sizes[h] = 0
+            state = ref() if ref is not None else None
+            if state is not None and getattr(state, "run", None) is not None:
+                state.drop_run()
+                state.note = ("This session's last run was dropped to free memory for other visitors: parse or "
+                              "replay it again.")
+                self.dropped += 1
+
+    def leave(self, session_hash: str | None) -> None:
+        """The client left: stop its work, forget its run, and forget the session."""
+        if session_hash is None:
+            return
+        with self._lock:
+            event = self._cancel.pop(session_hash, None)
+            ref = self._states.pop(session_hash, None)
+            self._used.pop(session_hash, None)
+            self._sizes.pop(session_hash, None)
+        if event is not None:
+            event.set()
+        state = ref() if ref is not None else None
+        if state is not None and hasattr(state, "drop_run"):
+            state.drop_run()
+
+    def total_bytes(self) -> int:
+        """What the registered sessions hold, as last measured."""
+        with self._lock:
+            return sum(self._sizes.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._states)
+
+
+SESSIONS = SessionRegistry()
+
+
+def request_budget() -> RequestBudget:
+    """A clock for the running request under the limits in force, cancelled when its client leaves."""
+    return _LIMITS.budget(SESSIONS.cancel_event(_session_hash()))
+
+
+def cancel_event() -> threading.Event | None:
+    """The running request's cancel event (set when its client leaves), or None outside a request."""
+    return SESSIONS.cancel_event(_session_hash())
+
+
+# ---------------------------------------------------------------- wrapping handlers
+
+
+def message_for(exc: BaseException) -> str:
+    """A readable one-line message for an exception (never a traceback; paths removed on a public server)."""
+    from . import backends
+
+    if isinstance(exc, (backends.ModelLoadError, backends.GenerationError, ValueError)) and str(exc):
+        text = str(exc)
+    elif isinstance(exc, RecursionError):
+        text = "The input is nested too deeply to handle."
+    elif isinstance(exc, MemoryError):
+        text = "Out of memory while handling this request; try a smaller input."
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    text = clean_text(text)
+    if len(text) > 2000:
+        text = text[:2000] + "…"
+    return scrub_paths(text) if _LIMITS.public else text
+
+
+def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any]) -> Callable:
+    def failure(exc: BaseException):
+        import gradio as gr
+
+        msg = message_for(exc)
+        if message_index is None:
+            raise gr.Error(msg)
+        out = [gr.skip()] * n_outputs
+        out[message_index] = show(msg)
+        return out[0] if n_outputs == 1 else tuple(out)
+
+    def register(args, kwargs):
+        h = _session_hash()
+        for value in (*args, *kwargs.values()):
+            if hasattr(value, "drop_run") and hasattr(value, "nbytes"):
+                SESSIONS.touch(h, value)
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            args, kwargs = clean(args), clean(kwargs)
+            try:
+                for out in fn(*args, **kwargs):
+                    yield clean(out)
+            except RequestCancelled:
+                return
+            except Exception as exc:  # noqa: BLE001 - a message, never a traceback or a bare "Error"
+                yield failure(exc)
+            finally:
+                register(args, kwargs)
+
+        return generator
+
+    @functools.wraps(fn)
+    def plain(*args, **kwargs):
+        args, kwargs = clean(args), clean(kwargs)
+        try:
+            return clean(fn(*args, **kwargs))
+        except RequestCancelled:
+            import gradio as gr
+
+            return gr.skip() if n_outputs <= 1 else (gr.skip(),) * n_outputs
+        except Exception as exc:  # noqa: BLE001
+            return failure(exc)
+        finally:
+            register(args, kwargs)
+
+    return plain
+
+
+def protect(demo: Any, messages: dict[Any, Callable[[str], Any]]) -> None:
+    """Wrap every event handler of ``demo`` (a built ``gr.Blocks``) with the guard.
+
+    ``messages``: output components that can show a message, each with the function that formats one (for
+    the status line: an error-styled HTML line). A handler's failure goes to the first of its outputs found
+    there, the other outputs left unchanged; a handler with none of them raises ``gr.Error(message)`` (a
+    notice on the page).
+    """
+    ids = {getattr(c, "_id", None): show for c, show in messages.items()}
+    for block_fn in demo.fns.values():
+        fn = getattr(block_fn, "fn", None)
+        if fn is None or getattr(fn, "_guarded", False):
+            continue
+        outputs = list(getattr(block_fn, "outputs", []) or [])
+        index = next((i for i, c in enumerate(outputs) if getattr(c, "_id", None) in ids), None)
+        show = ids[outputs[index]._id] if index is not None else str
+        wrapped = _guarded(fn, len(outputs), index, show)
+        wrapped._guarded = True
+        block_fn.fn = wrapped

@@ -1,0 +1,217 @@
+"""What one request and one session of the playground may cost: time, input sizes, memory.
+
+`Limits` holds the settings (command-line flags of ``app.py``; a public Space gets `Limits.public`, a private
+machine `Limits.private`), `RequestBudget` the clock of one request, and the messages shown when a limit
+stops something, which always say how to run the same thing without limits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import parsing
+
+LOCAL_HINT = ("To run it without limits, start the playground on your own machine (`python app.py`: no "
+              "per-request limit there) or call `parsing.parse_response(text, template, prefix=...)` in Python.")
+
+
+def on_space() -> bool:
+    """True when running as a Hugging Face Space (the ``SPACE_ID`` variable is set)."""
+    return bool(os.environ.get("SPACE_ID"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits of a deployment (None: unlimited).
+
+    Attributes:
+        public: anyone can reach the server: hide file-system facts, apply the model allow-list.
+        request_budget: seconds of parse, replay and doctor work one request may spend (replay pacing and
+            model generation do not count).
+        reference_budget: seconds the side-by-side transformers check may run (in a killable worker process).
+        regex_timeout: seconds one user-regex call may take (the engine's per-call budget).
+        max_paste_chars, max_prefix_chars, max_template_chars, max_tools_chars: input sizes in characters.
+        max_history_chars: characters a chat conversation may hold before it must be cleared.
+        session_ttl: seconds a session's state is kept after its last request.
+        sessions_memory_mb: memory all sessions' runs may hold together; the least recently used are dropped
+            beyond it.
+        workers: worker processes for the transformers check.
+        max_sessions: sessions Gradio keeps state for (the oldest are evicted beyond it).
+        max_loaded_models: models kept loaded at once (least recently used evicted).
+    """
+
+    public: bool = False
+    request_budget: float | None = None
+    reference_budget: float = 30.0
+    regex_timeout: float = parsing.parser.DEFAULT_REGEX_TIMEOUT
+    max_paste_chars: int | None = None
+    max_prefix_chars: int | None = None
+    max_template_chars: int | None = None
+    max_tools_chars: int | None = None
+    max_history_chars: int | None = None
+    session_ttl: float = 6 * 3600
+    sessions_memory_mb: float | None = 2048
+    workers: int = 2
+    max_sessions: int = 10_000
+    max_loaded_models: int | None = 4
+
+    @classmethod
+    def private(cls, **changes) -> "Limits":
+        """A private machine: no per-request budget or size limits (the engine's own limits still hold)."""
+        return replace(cls(), **changes)
+
+    @classmethod
+    def public_space(cls, **changes) -> "Limits":
+        """A public deployment: a few seconds per request, 256 K-character pastes, sessions kept 30 minutes."""
+        return replace(cls(public=True, request_budget=5.0, reference_budget=5.0, max_paste_chars=262_144,
+                           max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
+                           max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
+                           max_loaded_models=2), **changes)
+
+    def check_size(self, what: str, text: str | None, limit_name: str) -> None:
+        """Raise ValueError (a message for the page) when ``text`` is longer than the limit ``limit_name``."""
+        limit = getattr(self, limit_name)
+        n = len(text or "")
+        if limit is not None and n > limit:
+            raise ValueError(f"{what} is {n:,} characters; this server takes at most {limit:,}. {LOCAL_HINT}")
+
+    def budget(self, cancel: threading.Event | None = None) -> "RequestBudget":
+        """A clock for one request under ``request_budget``."""
+        return RequestBudget(self.request_budget, cancel)
+
+
+class RequestCancelled(RuntimeError):
+    """The client left; the work of its request stopped."""
+
+
+class RequestBudget:
+    """The time left to one request's parse, replay and doctor work.
+
+    Only the work is counted: callers wrap it in `working` (replay pauses and model generation are outside).
+    ``cancel`` is set when the client leaves; `check` then raises `RequestCancelled`.
+    """
+
+    def __init__(self, seconds: float | None, cancel: threading.Event | None = None):
+        self.seconds = seconds
+        self.cancel = cancel
+        self.spent = 0.0
+        self.cut: str | None = None  # what a limit stopped, for the status line
+
+    def remaining(self) -> float | None:
+        """Seconds left (None: unlimited; 0 when spent)."""
+        if self.seconds is None:
+            return None
+        return max(0.0, self.seconds - self.spent)
+
+    @property
+    def exhausted(self) -> bool:
+        """True when the budget is spent."""
+        return self.seconds is not None and self.spent >= self.seconds
+
+    def check(self) -> None:
+        """Raise `RequestCancelled` when the client left."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise RequestCancelled("the client left")
+
+    def working(self) -> "_Working":
+        """Context manager that counts the time spent inside it."""
+        return _Working(self)
+
+
+class _Working:
+    def __init__(self, budget: RequestBudget):
+        self.budget = budget
+
+    def __enter__(self):
+        self.start = time.monotonic()
+        return self.budget
+
+    def __exit__(self, *exc):
+        self.budget.spent += time.monotonic() - self.start
+        return False
+
+
+def cut_message(budget: float | None, reached: int, total: int) -> str:
+    """The status line for a parse stopped by the request budget: what was cut and how to run it unlimited.
+
+    ``reached``: characters of the output parsed; ``total``: characters of the output.
+    """
+    limit = f"{budget:g} s, " if budget is not None else ""
+    return (f"Stopped after {limit}this server's time limit per request: the output was parsed up to character "
+            f"{reached:,} of {total:,}; the rest is shown unparsed and the transformers check was skipped. "
+            f"{LOCAL_HINT}")
+
+
+# ---------------------------------------------------------------- command line
+
+_FLAGS = {  # flag -> (Limits field, type, help)
+    "--request-budget": ("request_budget", float, "seconds of parse/replay/doctor work per request (0: none)"),
+    "--reference-budget": ("reference_budget", float, "seconds the side-by-side transformers check may run"),
+    "--regex-timeout": ("regex_timeout", float, "seconds one template regex call may run (0: no limit)"),
+    "--max-paste-chars": ("max_paste_chars", int, "largest paste, in characters (0: no limit)"),
+    "--max-prefix-chars": ("max_prefix_chars", int, "largest prompt prefix (0: no limit)"),
+    "--max-template-chars": ("max_template_chars", int, "largest template JSON (0: the engine's 1,000,000)"),
+    "--max-tools-chars": ("max_tools_chars", int, "largest tools JSON (0: no limit)"),
+    "--max-history-chars": ("max_history_chars", int, "largest chat conversation (0: no limit)"),
+    "--session-ttl": ("session_ttl", float, "seconds a session's state is kept after its last request"),
+    "--sessions-memory-mb": ("sessions_memory_mb", int, "memory all sessions' runs may hold (0: no limit)"),
+    "--workers": ("workers", int, "worker processes for the transformers check"),
+    "--max-sessions": ("max_sessions", int, "sessions whose state is kept at most"),
+    "--max-loaded-models": ("max_loaded_models", int, "models loaded at once (0: no limit)"),
+}
+
+
+_ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
+                 "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the deployment flags (limits and model policy) to ``app.py``'s parser."""
+    group = parser.add_argument_group("running publicly (defaults: public on a Space, private elsewhere)")
+    mode = group.add_mutually_exclusive_group()
+    mode.add_argument("--public", dest="public", action="store_true", default=None,
+                      help="anyone can reach this server: time and size limits, model allow-list, no paths shown")
+    mode.add_argument("--private", dest="public", action="store_false",
+                      help="a private machine: no per-request limits, any model")
+    for flag, (_name, kind, text) in _FLAGS.items():
+        group.add_argument(flag, type=kind, default=None, help=text, metavar="SECONDS" if kind is float else "N")
+    group.add_argument("--allowed-models", nargs="+", default=None, metavar="MODEL",
+                       help="hub ids, folders or NAME=FOLDER the model box may load (public default: the default "
+                            "model and a short curated list)")
+    group.add_argument("--allow-any-model", action="store_true",
+                       help="also allow any hub id (never a local folder) on a public server")
+    group.add_argument("--no-size-check", action="store_true",
+                       help="load models without comparing their size with free memory first")
+
+
+def from_arguments(args: argparse.Namespace, default_model: str) -> tuple[Limits, "object"]:
+    """The `Limits` and the `playground.policy.ModelPolicy` the flags ask for (``default_model`` is allowed)."""
+    from . import policy
+
+    public = on_space() if args.public is None else args.public
+    base = Limits.public_space() if public else Limits.private()
+    changes = {}
+    for flag, (name, _kind, _text) in _FLAGS.items():
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value is None:
+            continue
+        if value <= 0 and name in _ZERO_IS_NONE:
+            value = None
+        elif value <= 0:
+            raise SystemExit(f"{flag} must be positive")
+        changes[name] = value
+    limits = replace(base, **changes)
+    if public or args.allowed_models is not None:
+        allowed = tuple(args.allowed_models or ()) or (default_model, *policy.CURATED_MODELS)
+        if default_model not in allowed:
+            allowed = (default_model, *allowed)
+        rules = policy.ModelPolicy(allowed=allowed, allow_any_hub=args.allow_any_model, hide_paths=public,
+                                   check_sizes=not args.no_size_check)
+    else:
+        rules = policy.ModelPolicy(check_sizes=not args.no_size_check)
+    return limits, rules
+

@@ -1,0 +1,233 @@
+"""Killable worker processes, for work that must never pin a core of the server.
+
+A thread cannot be stopped from outside, and a regex without a timeout (the transformers reference parser runs
+the template's patterns, ``tag_pattern`` included, with none) can backtrack for hours. So such work runs in a
+small pool of worker processes: a call that runs past its deadline, or whose client left, gets its worker
+killed and replaced, and the caller gets `WorkerTimeout` at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+POLL_S = 0.05  # how often a waiting call looks at its cancel event
+
+
+class WorkerTimeout(TimeoutError):
+    """The call did not finish within its deadline (``budget`` seconds), or no worker was free in time;
+    ``reason`` is ``"deadline"``, ``"busy"`` or ``"cancelled"``."""
+
+    def __init__(self, budget: float, reason: str = "deadline"):
+        self.budget, self.reason = budget, reason
+        what = {"busy": "no worker was free", "cancelled": "the request was cancelled"}.get(reason, "it ran")
+        super().__init__(f"stopped after {budget:g} s ({what})")
+
+
+class WorkerFailed(RuntimeError):
+    """The called function raised inside the worker (``type_name``: its exception type; ``message``), or the
+    worker died (``type_name`` ``"WorkerDied"``, e.g. killed for memory)."""
+
+    def __init__(self, type_name: str, message: str):
+        self.type_name, self.message = type_name, message
+        super().__init__(f"{type_name}: {message}")
+
+
+def _serve(conn, preload: tuple[str, ...], memory_limit_mb: int | None) -> None:
+    """Worker main loop: import ``preload``, say ready, then answer ``(fn, args)`` requests until None arrives."""
+    if memory_limit_mb:
+        try:
+            import resource
+
+            limit = memory_limit_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):  # not on this platform: the deadline still applies
+            pass
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the call that needs it reports the failure
+            pass
+    conn.send(("ready",))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        fn, args = request
+        try:
+            reply = ("ok", fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller, the worker lives on
+            reply = ("err", type(exc).__name__, str(exc)[:2000])
+        try:
+            conn.send(reply)
+        except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
+            conn.send(("err", type(exc).__name__, str(exc)[:2000]))
+
+
+class _Worker:
+    def __init__(self, mp, preload: tuple[str, ...], memory_limit_mb: int | None):
+        self.conn, child = mp.Pipe()
+        self.process = mp.Process(target=_serve, args=(child, preload, memory_limit_mb), daemon=True,
+                                  name="playground-worker")
+        self.process.start()
+        child.close()
+        self.ready = False
+
+    def kill(self) -> None:
+        try:
+            self.process.kill()
+            self.process.join(timeout=5)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+            self.process.join(timeout=2)
+        except Exception:  # noqa: BLE001
+            pass
+        if self.process.is_alive():
+            self.kill()
+
+
+class WorkerPool:
+    """``size`` worker processes (spawned, so no lock of the server's threads is inherited) that run
+    picklable module-level functions with a deadline.
+
+    Args:
+        size: workers, i.e. calls that can run at once; more callers wait for a free worker (that wait
+            counts against their deadline).
+        preload: modules each worker imports when it starts (before it counts as ready).
+        memory_limit_mb: address-space limit of each worker (None: none), so a runaway allocation fails there.
+
+    Workers start on the first call (or `warm_up`); one that overruns is killed and a fresh one started at once.
+    """
+
+    def __init__(self, size: int = 2, preload: tuple[str, ...] = (), memory_limit_mb: int | None = 2048):
+        self.size = max(1, int(size))
+        self.preload = tuple(preload)
+        self.memory_limit_mb = memory_limit_mb
+        self._mp = multiprocessing.get_context("spawn")
+        self._idle: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._started = False
+        self._closed = False
+        self.kills = 0  # workers killed for overrunning (for tests and the status line)
+
+    def warm_up(self) -> None:
+        """Start the workers now (each imports ``preload`` in the background)."""
+        with self._lock:
+            if self._started or self._closed:
+                return
+            self._started = True
+            for _ in range(self.size):
+                self._idle.put(self._new())
+
+    def _new(self) -> _Worker:
+        return _Worker(self._mp, self.preload, self.memory_limit_mb)
+
+    def call(self, fn: Callable, *args: Any, timeout: float, cancel: threading.Event | None = None,
+             startup_timeout: float = 120.0) -> Any:
+        """Run ``fn(*args)`` in a worker and return its result within ``timeout`` seconds.
+
+        ``fn`` must be importable by name (a module-level function); ``args`` and the result are pickled.
+        A worker still starting (importing ``preload``) is waited for up to ``startup_timeout`` seconds first:
+        its start is not the call's work, and the deadline of ``timeout`` starts once it is ready.
+
+        Raises:
+            WorkerTimeout: the deadline passed (the worker was killed and replaced), no worker was free in
+                time, or ``cancel`` was set.
+            WorkerFailed: ``fn`` raised (its type name and message), or the worker died.
+        """
+        if self._closed:
+            raise WorkerFailed("PoolClosed", "the worker pool is closed")
+        self.warm_up()
+        worker = self._take(time.monotonic() + timeout, timeout, cancel)
+        try:
+            if not worker.ready:
+                self._wait(worker, time.monotonic() + startup_timeout, startup_timeout, cancel)
+                worker.conn.recv()  # "ready"
+                worker.ready = True
+            deadline = time.monotonic() + timeout
+            worker.conn.send((fn, args))
+            self._wait(worker, deadline, timeout, cancel)
+            reply = worker.conn.recv()
+        except WorkerTimeout:
+            self._replace(worker)
+            raise
+        except (EOFError, OSError, BrokenPipeError):
+            code = worker.process.exitcode
+            self._replace(worker)
+            raise WorkerFailed("WorkerDied", f"the worker process ended (exit code {code})") from None
+        if self._closed:
+            worker.stop()
+        else:
+            self._idle.put(worker)
+        if reply[0] == "ok":
+            return reply[1]
+        raise WorkerFailed(reply[1], reply[2])
+
+    def _take(self, deadline: float, budget: float, cancel: threading.Event | None) -> _Worker:
+        while True:
+            left = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                raise WorkerTimeout(budget, "cancelled")
+            if left <= 0:
+                raise WorkerTimeout(budget, "busy")
+            try:
+                return self._idle.get(timeout=min(left, POLL_S))
+            except queue.Empty:
+                continue
+
+    @staticmethod
+    def _wait(worker: _Worker, deadline: float, budget: float, cancel: threading.Event | None) -> None:
+        while True:
+            left = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                raise WorkerTimeout(budget, "cancelled")
+            if left <= 0:
+                raise WorkerTimeout(budget)
+            if worker.conn.poll(min(left, POLL_S)):
+                return
+            if not worker.process.is_alive() and not worker.conn.poll(0):
+                raise EOFError
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self.kills += 1
+            if self._closed:
+                return
+        self._idle.put(self._new())
+
+    def alive(self) -> list[int]:
+        """Process ids of the workers currently idle (for tests)."""
+        with self._idle.mutex:
+            return [w.process.pid for w in self._idle.queue if w.process.is_alive()]
+
+    def close(self) -> None:
+        """Stop every idle worker; busy ones are killed when their call ends."""
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().stop()
+            except queue.Empty:
+                break
+
+
+def cpu_count() -> int:
+    """CPUs this process may use (the affinity mask, which containers narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

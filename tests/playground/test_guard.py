@@ -1,0 +1,111 @@
+"""The guard around every handler (issue #10 item 6): no bare "Error", no traceback, no server path."""
+
+import json
+
+import gradio as gr
+import orjson
+import pytest
+
+from playground import guard
+from playground.limits import Limits, RequestBudget, RequestCancelled
+
+
+def nested(depth: int):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return {"tool_calls": [{"arguments": value}]}
+
+
+def test_clean_repairs_surrogates_and_cuts_deep_nesting():
+    with pytest.raises(orjson.JSONEncodeError):  # what made the page show a bare "Error"
+        orjson.dumps({"content": "a\ud800b"})
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(nested(300))
+    cleaned = guard.clean({"content": "a\ud800b", "pair": "\ud83d\ude00", "deep": nested(300)})
+    orjson.dumps(cleaned)
+    assert cleaned["content"] == "a\ufffdb" and cleaned["pair"] == "😀"
+    depth, value = 0, cleaned["deep"]["tool_calls"][0]["arguments"]
+    while isinstance(value, list):
+        depth, value = depth + 1, value[0]
+    assert depth < guard.MAX_DEPTH and "nested deeper than" in value
+    same = {"a": ["b", {"c": 1}]}
+    assert guard.clean(same) is same  # nothing copied when nothing changes
+
+
+def test_messages_hide_paths_on_a_public_server():
+    guard.configure(Limits.public_space())
+    try:
+        msg = guard.message_for(FileNotFoundError(2, "No such file or directory", "/srv/app/secret/key.json"))
+        assert "/srv" not in msg and "<path>" in msg
+        assert guard.message_for(RecursionError("maximum recursion depth exceeded")) == \
+            "The input is nested too deeply to handle."
+    finally:
+        guard.configure(Limits.private())
+    assert "/srv/app" in guard.message_for(FileNotFoundError(2, "No such file", "/srv/app/x"))
+
+
+def test_protect_turns_every_failure_into_a_message():
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        status = gr.HTML()
+        other = gr.Textbox()
+
+        def echo(text):
+            if text == "boom":
+                raise KeyError("x")
+            return "ok", text
+
+        def stream(text):
+            yield "working", gr.skip()
+            if text == "boom":
+                raise ValueError("Readable reason.")
+            yield "done", text
+
+        def left(text):
+            raise RequestCancelled("the client left")
+
+        box.submit(echo, box, [status, other])
+        box.change(stream, box, [status, other])
+        box.blur(left, box, [status, other])
+        box.focus(lambda text: 1 / 0, box, other)
+    guard.protect(demo, {status: lambda m: f"<b>{m}</b>"})
+    fns = [f.fn for f in demo.fns.values()]
+    echo_g, stream_g, left_g, plain_g = fns
+    assert echo_g("a\ud800") == ("ok", "a\ufffd")  # input repaired before the handler sees it
+    msg, skipped = echo_g("boom")
+    assert msg == "<b>KeyError: 'x'</b>" and skipped == gr.skip()
+    assert [o[0] for o in stream_g("boom")] == ["working", "<b>Readable reason.</b>"]
+    assert left_g("x") == (gr.skip(), gr.skip())
+    with pytest.raises(gr.Error) as info:  # no status output: a notice with the message
+        plain_g("x")
+    assert "ZeroDivisionError" in str(info.value)
+    assert demo.fns[0].fn.__wrapped__.__name__ == "echo"  # Gradio still sees the handler's own signature
+
+
+def test_request_budget_counts_only_work_and_cancels():
+    import threading
+    import time
+
+    cancel = threading.Event()
+    budget = RequestBudget(0.2, cancel)
+    with budget.working():
+        time.sleep(0.05)
+    time.sleep(0.2)  # not work: not counted
+    assert 0.04 < budget.spent < 0.2 and not budget.exhausted and 0 < budget.remaining() < 0.16
+    budget.check()
+    cancel.set()
+    with pytest.raises(RequestCancelled):
+        budget.check()
+    assert RequestBudget(None).remaining() is None
+
+
+def test_size_limits_say_how_to_run_without_them():
+    limits = Limits.public_space()
+    limits.check_size("The paste", "x" * 10, "max_paste_chars")
+    with pytest.raises(ValueError) as info:
+        limits.check_size("The pasted output", "x" * (limits.max_paste_chars + 1), "max_paste_chars")
+    text = str(info.value)
+    assert f"{limits.max_paste_chars + 1:,} characters" in text and "python app.py" in text
+    Limits.private().check_size("The pasted output", "x" * 10**7, "max_paste_chars")  # no limit privately
+    json.dumps(text)
