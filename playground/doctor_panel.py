@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import html
 import json
-import tempfile
 from typing import Any
 
 import gradio as gr
 
 import parsing
-from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport, run_checks
+from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport
 from parsing.doctor import suites as doctor_suites
-from parsing.doctor.lint import lint
+from parsing.doctor.lint import generation_prompt
 from parsing.doctor.roundtrip import roundtrip
 from parsing.streams import parse_stream
+
+from . import offload
+from .export import fresh_export_dir
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
            "append_case_text", "export_files"]
@@ -211,7 +213,7 @@ def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
         raise ValueError("The export name must be a plain file name (no folders).")
     parsing.loads_template(template_text)  # editor text, never a path; TemplateError is a ValueError
     cases = doctor_suites.loads_suite(suite_text or "")
-    folder = tempfile.mkdtemp(prefix="doctor-export-")
+    folder = fresh_export_dir("doctor-export-")  # removed after an hour, like every export
     tpath, cpath = doctor_suites.export_suite(template_text, cases, folder, name=name)
     return [str(tpath), str(cpath)]
 
@@ -224,6 +226,8 @@ def _tokenizer(ctx: Any, model_name: str) -> Any:
 def _problem(exc: BaseException) -> str:
     if isinstance(exc, parsing.TemplateError):
         return _note(exc.describe(), "error")
+    if isinstance(exc, offload.Cut):
+        return _note(str(exc), "error")
     return _note(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}", "error")
 
 
@@ -284,13 +288,17 @@ def build_doctor_panel(ctx: Any) -> None:
     def do_lint(tpl_text, check_anchor, model_name):
         try:
             tok_note = ""
-            tokenizer = None
+            prompt = None
+            parsing.loads_template(tpl_text)  # a template error shows where it is, before any work
             if check_anchor and (model_name or "").strip():
                 try:
-                    tokenizer = _tokenizer(ctx, model_name)
+                    prompt = generation_prompt(_tokenizer(ctx, model_name))
                 except Exception as exc:  # noqa: BLE001 - the model may not load; lint still runs
-                    tok_note = _note(f"Start anchor not checked: could not load {model_name}: {exc}", "info")
-            return tok_note + lint_html(lint(parsing.loads_template(tpl_text), tokenizer=tokenizer))
+                    tok_note = _note(f"Start anchor not checked: {model_name}: {exc}", "info")
+            # In a worker under the request's time budget: lint compares every pair of delimiters.
+            report = offload.bounded(offload.lint_job, tpl_text, prompt, what="Lint",
+                                     local="python -c \"from parsing.doctor.lint import lint; print(lint('template.json'))\"")
+            return tok_note + lint_html(report)
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             return _problem(exc)
 
@@ -300,8 +308,11 @@ def build_doctor_panel(ctx: Any) -> None:
             return _note("No run yet: chat with the model, paste an output or replay an example first.")
         try:
             n = max(0, min(50, int(chunkings or 0)))
-            report = run_checks(parsing.loads_template(tpl_text), run.prefix, list(run.chunks),
-                                tools=list(run.tools) if run.tools else None, chunkings_count=n)
+            parsing.loads_template(tpl_text)
+            chunks = run.chunks
+            report = offload.bounded(offload.checks_job, tpl_text, run.prefix, chunks.text, list(chunks.ends),
+                                     list(run.tools) if run.tools else None, n, what="The run checks",
+                                     local="python -m parsing check template.json cases.jsonl")
             return checks_html(report)
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
@@ -355,7 +366,9 @@ def build_doctor_panel(ctx: Any) -> None:
             if not cases:
                 return _note("The suite is empty: save a run as a case or load a .jsonl file.", "error")
             n = max(0, min(50, int(chunkings or 0)))
-            return suite_html(doctor_suites.run_suite(parsing.loads_template(tpl_text), cases, chunkings_per_case=n))
+            parsing.loads_template(tpl_text)
+            return suite_html(offload.bounded(offload.suite_job, tpl_text, suite_text, n, what="The suite",
+                                              local="python -m parsing check template.json cases.jsonl"))
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 

@@ -6,10 +6,29 @@ import copy
 import json
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import parsing
+
+
+EXPORT_ROOT = Path(tempfile.gettempdir()) / "response-template-playground-exports"
+EXPORT_MAX_AGE = 3600  # seconds an export folder is kept (its download has long been served by then)
+
+
+def fresh_export_dir(prefix: str = "export-") -> Path:
+    """A new folder under `EXPORT_ROOT` for one export (tokenizer, Doctor files); folders older than
+    `EXPORT_MAX_AGE` seconds are removed first, so exports never pile up on the server's disk."""
+    EXPORT_ROOT.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in EXPORT_ROOT.iterdir():
+        try:
+            if now - old.stat().st_mtime > EXPORT_MAX_AGE:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=EXPORT_ROOT))
 
 
 @dataclass

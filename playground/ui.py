@@ -14,12 +14,9 @@ from __future__ import annotations
 import html
 import importlib
 import json
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import gradio as gr
@@ -28,7 +25,7 @@ import parsing
 from parsing.streams import replay_chunks, tokenish_chunks
 
 from . import backends, guard, policy, reference, render
-from .export import export_template
+from .export import export_template, fresh_export_dir
 from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import (
@@ -709,7 +706,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
         def do_export(tpl_text, name, sess: Session):
             lm = backends.load_model(sess.model_id or name, trust_remote_code)
             try:
-                res = export_template(lm.tokenizer, tpl_text, _export_dir())
+                res = export_template(lm.tokenizer, tpl_text, fresh_export_dir())
             except parsing.TemplateError as p:
                 return (_status(f"Fix the template first: {p.message}", "error"),
                         render.template_status_html(p, tpl_text), gr.update(visible=False))
@@ -783,23 +780,6 @@ def _forget_session(sess) -> None:
     """``gr.State`` delete callback (time-to-live passed): free the run."""
     if hasattr(sess, "drop_run"):
         sess.drop_run()
-
-
-EXPORT_ROOT = Path(tempfile.gettempdir()) / "response-template-playground-exports"
-EXPORT_MAX_AGE = 3600  # seconds an export folder is kept (its download has long been served by then)
-
-
-def _export_dir() -> Path:
-    """A fresh folder for one export; removes exports older than EXPORT_MAX_AGE."""
-    EXPORT_ROOT.mkdir(parents=True, exist_ok=True)
-    now = time.time()
-    for old in EXPORT_ROOT.iterdir():
-        try:
-            if now - old.stat().st_mtime > EXPORT_MAX_AGE:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            pass
-    return Path(tempfile.mkdtemp(dir=EXPORT_ROOT))
 
 
 def _doctor_module():

@@ -1,0 +1,79 @@
+"""The Doctor's heavy work (lint, run checks, test suites) in the killable worker processes.
+
+Their cost grows with the template and the run (every delimiter pair, one parse per chunking, one per case and
+chunking), so on a public server they run in `playground.reference.pool()` workers under the request's time
+budget: past it the worker is killed and the page says what to run locally instead. The functions named
+``*_job`` run inside a worker and return report objects (plain dataclasses); `bounded` runs one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import guard, reference
+from .limits import LOCAL_HINT
+from .workers import WorkerFailed, WorkerTimeout
+
+UNLIMITED_S = 3600.0  # a private machine's "no budget": still a deadline, so nothing runs forever
+
+
+class Cut(RuntimeError):
+    """The work ran past the request's time budget (or the client left); ``str(err)`` says what to do."""
+
+
+def lint_job(template_text: str, generation_prompt_text: Any) -> Any:
+    """`parsing.doctor.lint.lint` of editor text (never a path), with a generation prompt rendered beforehand."""
+    import parsing
+    from parsing.doctor.lint import lint
+
+    return lint(parsing.loads_template(template_text), generation_prompt_text=generation_prompt_text)
+
+
+def checks_job(template_text: str, prefix: str, text: str, ends: list[int], tools: list | None,
+               chunkings_count: int) -> Any:
+    """`parsing.doctor.run_checks` of a run given as its text and chunk boundaries."""
+    import parsing
+    from parsing.doctor import run_checks
+
+    chunks, start = [], 0
+    for end in ends:
+        chunks.append(text[start:end])
+        start = end
+    return run_checks(parsing.loads_template(template_text), prefix, chunks, tools=tools,
+                      chunkings_count=chunkings_count)
+
+
+def suite_job(template_text: str, suite_text: str, chunkings_per_case: int) -> Any:
+    """`parsing.doctor.suites.run_suite` of editor text and suite text."""
+    import parsing
+    from parsing.doctor import suites
+
+    return suites.run_suite(parsing.loads_template(template_text), suites.loads_suite(suite_text or ""),
+                            chunkings_per_case=chunkings_per_case)
+
+
+def bounded(job: Callable, *args: Any, what: str, local: str) -> Any:
+    """Run ``job(*args)`` in a worker under the request's time budget.
+
+    Args:
+        what: what the job does, for the message (``"The run checks"``).
+        local: the command that does the same without limits (``"python -m parsing check ..."``).
+
+    Raises:
+        Cut: the budget ran out (the worker was killed), the workers stayed busy, or the client left.
+        ValueError: the job raised (its message, e.g. a template or suite error).
+    """
+    limits = guard.limits()
+    budget = limits.request_budget or UNLIMITED_S
+    try:
+        return reference.pool().call(job, *args, timeout=budget, cancel=guard.cancel_event())
+    except WorkerTimeout as e:
+        why = {"busy": "every worker stayed busy", "cancelled": "the page was closed"}.get(
+            e.reason, "it ran past this server's time limit per request")
+        raise Cut(f"{what} stopped after {budget:g} s: {why}. Locally, without limits: {local}. "
+                  f"{LOCAL_HINT}") from None
+    except WorkerFailed as e:
+        if e.type_name == "WorkerDied":
+            raise Cut(f"{what} ran out of memory in its worker. Locally, without limits: {local}.") from None
+        raise ValueError(f"{e.type_name}: {e.message}" if e.type_name not in ("ValueError", "TemplateError")
+                         else e.message) from None
