@@ -1,4 +1,5 @@
-"""Response Template Playground: `python app.py [--model ID_OR_PATH] [--host HOST] [--port PORT]`.
+"""Response Template Playground: `python app.py [--model ID_OR_PATH] [--host HOST] [--port PORT]
+[--remote NAME=URL[,model=M][,tokenizer=T][,key_env=VAR] ...] [--allow-any-remote]`.
 
 Starts the Gradio 6 app (see playground/ui.py).  With no --model it loads a hub
 model on CUDA machines, else the built-in model, else a tiny local one.
@@ -27,7 +28,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     from playground.limits import add_arguments
 
     add_arguments(p)
-    return p.parse_args(argv)
+    p.add_argument("--remote", action="append", default=[], metavar="NAME=URL[,model=M][,tokenizer=T][,key_env=VAR]",
+                   help="an OpenAI-compatible server visitors may pick (repeatable); the API key is read from "
+                        "the environment variable VAR")
+    p.add_argument("--allow-any-remote", action="store_true",
+                   help="also accept server URLs typed in the page (private use only: on a public deployment "
+                        "it lets visitors make this machine send requests into its network)")
+    args = p.parse_args(argv)
+    from playground.remote import parse_remote_specs
+
+    try:
+        args.remotes = parse_remote_specs(args.remote)
+    except ValueError as e:
+        p.error(str(e))
+    return args
 
 
 def main(argv=None) -> None:
@@ -39,9 +53,13 @@ def main(argv=None) -> None:
 
     model = args.model or backends.default_model()
     limits, rules = from_arguments(args, model)
+    if args.allow_any_remote and limits.public:
+        raise SystemExit("--allow-any-remote is for private use (this is a public deployment): configure the "
+                         "servers with --remote NAME=URL instead.")
     policy.configure(rules)
     backends.set_max_loaded(limits.max_loaded_models)
-    demo = build_ui(model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload, limits=limits)
+    demo = build_ui(model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload, limits=limits,
+                    remotes=args.remotes, allow_any_remote=args.allow_any_remote)
     demo.queue(default_concurrency_limit=args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, state_session_capacity=limits.max_sessions,
                 **launch_kwargs())

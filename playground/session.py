@@ -57,7 +57,10 @@ class Run:
     dropped). ``times``: seconds since the start of the generation at which each
     chunk arrived (same length as ``chunks``, may be empty for pasted text; kept
     as an ``array('d')``). ``template_text``: the template JSON text used.
-    ``tools``: list of tool schemas or None. ``source``: "model", "paste" or "example".
+    ``tools``: list of tool schemas or None. ``source``: "model", "remote", "paste" or "example".
+    ``cut``: why the stream ended early ("" when it was complete; a dropped server connection keeps
+    what arrived).  ``request``: for a remote run, what was sent (see
+    ``playground.remote.RemoteSource.request``), else None.
     """
 
     prefix: str = ""
@@ -66,6 +69,8 @@ class Run:
     tools: tuple | None = None
     times: Any = ()
     source: str = "model"
+    cut: str = ""
+    request: Any = None
 
     def __post_init__(self):
         if not isinstance(self.chunks, ChunkedText):

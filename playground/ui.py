@@ -11,6 +11,7 @@ Extension point: if ``playground/doctor_panel.py`` defines
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import importlib
 import json
@@ -24,7 +25,7 @@ import gradio as gr
 import parsing
 from parsing.streams import replay_chunks, tokenish_chunks
 
-from . import backends, guard, policy, reference, render
+from . import backends, guard, policy, reference, remote_panel, render
 from .export import export_template, fresh_export_dir
 from .limits import Limits, cut_message
 from .reference import reference_check
@@ -302,10 +303,13 @@ def library_template_text(family: str) -> str:
 
 
 def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
-             preload: bool = True, limits: Limits | None = None) -> gr.Blocks:
+             preload: bool = True, limits: Limits | None = None, remotes: list | None = None,
+             allow_any_remote: bool = False) -> gr.Blocks:
     """Build the Blocks app.
 
     ``default_model``: hub id or folder put in the model box (None: ``backends.default_model()``).
+    ``remotes``: operator-configured servers (``playground.remote.RemoteServer``, from ``--remote``);
+    ``allow_any_remote``: also accept server URLs typed in the page (private use only).
     ``preload``: load it now so the template editor starts from its tokenizer (a failure is shown, not raised).
     ``limits``: budgets, input sizes and session memory (`playground.limits.Limits`; None: those in force,
     a private machine's unless ``app.py`` configured others). The model policy in force
@@ -313,6 +317,9 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     Launch with ``demo.launch(css=render.CSS)`` (see :func:`launch_kwargs`).
     """
     limits = limits or guard.limits()
+    if allow_any_remote and limits.public:
+        raise ValueError("--allow-any-remote is for private use: on a public deployment typed URLs would let "
+                         "visitors make this machine send requests into its network. Configure --remote instead.")
     guard.configure(limits)
     reference.configure(limits.workers)
     threading.Thread(target=reference.warm_up, daemon=True, name="reference-warm-up").start()
@@ -340,6 +347,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                    scale=4)
             load_btn = gr.Button("Load model", elem_id="load-model", scale=1)
         status = gr.HTML(_status(startup_note), elem_id="status")
+        remotes = list(remotes or [])
+        backend_ctl = remote_panel.build_backend_controls(remotes, allow_any_remote)
 
         with gr.Row():
             with gr.Column(scale=3):
@@ -418,6 +427,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 message = gr.JSON({}, elem_id="message", open=True)
             with gr.Tab("Parsed turn"):
                 parsed_turn = gr.Chatbot(elem_id="parsed-turn", height=300, label="The parsed message as a chat turn")
+            with gr.Tab("Server parity", elem_id="tab-parity", visible=bool(remotes) or allow_any_remote):
+                parity_view = remote_panel.build_parity_view()
             doctor_tab = gr.Tab("Doctor", id="doctor", elem_id="tab-doctor") if _doctor_module() else None
 
         vis = [timeline, legend, events, message, parsed_turn, check]
@@ -431,7 +442,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             return view, chk
 
         def chat_turn(kind, text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
-                      request: gr.Request):
+                      backend, remote_url, request: gr.Request):
             """Generator for Send / Send tool result: yields (status, chatbot, user_box, tool_box, *vis, session)."""
             keep = (gr.skip(),) * len(vis)
             pending_turn = False  # a user/tool turn waiting for its answer (taken back on failure)
@@ -465,23 +476,28 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     sess.history.append(turn)
                 pending_turn = True
                 chat = history_to_chat(sess.history) + [{"role": "assistant", "content": "…"}]
+                src = remote_panel.source_for(backend, remote_url, model_name, remotes, allow_any_remote,
+                                              trust_remote_code)
                 yield (_status(f"Loading {model_name}…"), chat, "", "", *keep, sess)
-                lm = backends.load_model(model_name, trust_remote_code)
+                lm = src.load() if src else backends.load_model(model_name, trust_remote_code)
                 sess.model_id = model_name
                 msgs = ([{"role": "system", "content": system}] if (system or "").strip() else []) + \
                     [{k: v for k, v in m.items() if k != "_raw"} for m in sess.history]
                 prompt = backends.render_prompt(lm, msgs, tools, {"enable_thinking": bool(think)})
                 live = LiveParse(tpl_text, prompt, tools, budget=guard.request_budget(),
                                  regex_timeout=limits.regex_timeout)
-                yield (_status("Generating… (Stop stops generate)"), chat, gr.skip(), gr.skip(),
+                where = f"Streaming from {src.label}… (Stop closes the stream)" if src else \
+                    "Generating… (Stop stops generate)"
+                yield (_status(where), chat, gr.skip(), gr.skip(),
                        *_visuals(live.view(), window=STREAM_WINDOW), sess)
                 stop_event = threading.Event()
                 if request is not None and request.session_hash:
                     _STOP_EVENTS[request.session_hash] = stop_event
                 record, times = [], []
-                gen = backends.stream_generate(lm, prompt, max_new_tokens=int(n_new), temperature=float(temp),
-                                               top_p=float(tp), seed=None if sd is None else int(sd),
-                                               stop_event=stop_event)
+                sampling = dict(max_new_tokens=int(n_new), temperature=float(temp), top_p=float(tp),
+                                seed=None if sd is None else int(sd))
+                gen = src.stream(prompt, stop_event=stop_event, **sampling) if src else \
+                    backends.stream_generate(lm, prompt, stop_event=stop_event, **sampling)
                 view = None
                 throttle = _Throttle(PREVIEW_INTERVAL)
                 try:
@@ -499,7 +515,10 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     gen.close()
                 stopped = getattr(stop_event, "user_requested", False)
                 run = Run(prefix=prompt, chunks=tuple(record), template_text=tpl_text,
-                          tools=tuple(tools) if tools else None, times=tuple(times), source="model")
+                          tools=tuple(tools) if tools else None, times=tuple(times),
+                          source="remote" if src else "model", cut=src.outcome.cut if src else "",
+                          request=src.request(msgs, tools, {"enable_thinking": bool(think)}, sampling)
+                          if src else None)
                 view, chk = finish(sess, live, run)
                 if view.message is not None:
                     sess.history.append(dict(view.message, _raw=run.text))  # the JSON keeps it all
@@ -510,8 +529,10 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 sess.pending_tool_calls = list(calls) if isinstance(calls, list) else [calls]
                 note = " A tool was called: answer with a tool result below." if calls else ""
                 errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
-                word = "Stopped" if stopped else "Done"
-                yield (_done_status(view, f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}"),
+                word = "Stopped" if stopped else ("Cut" if run.cut else "Done")
+                notes = "".join(f" {n}" for n in src.notes(run.text, tpl_text, lm.tokenizer)) if src else ""
+                done = f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{note}{notes}"
+                yield (_status(done, "error") if run.cut and view.cut is None else _done_status(view, done),
                        gr.update(value=history_to_chat(sess.history)), gr.skip(), gr.skip(),
                        *_visuals(view, chk), sess)
             except Exception as e:  # noqa: BLE001 - readable message, never a traceback
@@ -534,17 +555,17 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                     _STOP_EVENTS.pop(request.session_hash, None)
 
         def send_user(text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
-                      request: gr.Request):
+                      backend=remote_panel.LOCAL, remote_url="", request: gr.Request = None):
             yield from chat_turn("user", text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd,
-                                 tpl_text, request)
+                                 tpl_text, backend, remote_url, request)
 
         def send_tool(text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd, tpl_text,
-                      request: gr.Request):
+                      backend=remote_panel.LOCAL, remote_url="", request: gr.Request = None):
             yield from chat_turn("tool", text, sess, model_name, system, tools_text, think, n_new, temp, tp, sd,
-                                 tpl_text, request)
+                                 tpl_text, backend, remote_url, request)
 
         chat_inputs = [session, model_box, system_box, tools_code, thinking, max_new, temperature, top_p, seed,
-                       template]
+                       template, backend_ctl.backend, backend_ctl.url]
         chat_outputs = [status, chatbot, user_box, tool_result_box, *vis, session]
         send_ev = send_btn.click(send_user, [user_box] + chat_inputs, chat_outputs, concurrency_limit=8,
                                  concurrency_id="generate")
@@ -562,6 +583,9 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 ev.set()
 
         stop_btn.click(stop, None, None, concurrency_limit=None)
+        remote_panel.wire(backend_ctl, model_box=model_box, status=status, session=session, parity_view=parity_view,
+                          chat_events=[send_ev, submit_ev, tool_ev], servers=remotes, allow_any=allow_any_remote,
+                          status_html=_status)
 
         def clear(sess: Session):
             sess.history = []
@@ -569,15 +593,17 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
 
         clear_btn.click(_with_outputs(clear, 3), session, [status, chatbot, session])
 
-        def load(name, sess: Session):
-            lm = backends.load_model(name, trust_remote_code)
+        def load(name, sess: Session, backend, remote_url):
+            src = remote_panel.source_for(backend, remote_url, name, remotes, allow_any_remote, trust_remote_code)
+            lm = src.load() if src else backends.load_model(name, trust_remote_code)
             tpl, note = backends.template_for_tokenizer(lm.tokenizer)
             sess.model_id = name
             text = template_to_text(tpl) if tpl is not None else template_to_text(SKELETON_TEMPLATE)
-            return _status(f"Loaded {backends.model_label(lm)}. Template: {note}.", "ok"), text, sess
+            what = f"the tokenizer of {src.label}; generation runs on the server" if src else backends.model_label(lm)
+            return _status(f"Loaded {what}. Template: {note}.", "ok"), text, sess
 
-        load_btn.click(_with_outputs(load, 3), [model_box, session], [status, template, session],
-                       concurrency_limit=2)
+        load_btn.click(_with_outputs(load, 3), [model_box, session, backend_ctl.backend, backend_ctl.url],
+                       [status, template, session], concurrency_limit=2)
 
         def on_template(text, sess: Session, start):
             try:
@@ -606,7 +632,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
             if choice == "(skeleton)":
                 return _status("Loaded the skeleton template."), template_to_text(SKELETON_TEMPLATE)
             if choice.startswith("(tokenizer"):
-                lm = backends.load_model(sess.model_id or default_model, trust_remote_code)
+                lm = remote_panel.tokenizer_or_model(sess.model_id or default_model, trust_remote_code)
                 tpl, note = backends.template_for_tokenizer(lm.tokenizer)
                 return _status(f"Template: {note}."), template_to_text(tpl or SKELETON_TEMPLATE)
             return _status(f"Loaded the library template for {choice}."), library_template_text(choice)
@@ -623,8 +649,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 if view.final:
                     break
                 yield (_status(f"{label}…"), *_visuals(view, window=STREAM_WINDOW, preview=throttle()), sess)
-            new_run = Run(prefix=run.prefix, chunks=run.chunks, template_text=tpl_text, tools=run.tools,
-                          times=run.times, source=run.source)
+            new_run = dataclasses.replace(run, template_text=tpl_text)
             view, chk = finish(sess, live, new_run)
             yield (_done_status(view, f"{label}: done, {len(run.chunks)} chunks."), *_visuals(view, chk), sess)
 
@@ -704,7 +729,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                             [status, template, *vis, session], concurrency_limit=8, concurrency_id="replay")
 
         def do_export(tpl_text, name, sess: Session):
-            lm = backends.load_model(sess.model_id or name, trust_remote_code)
+            lm = remote_panel.tokenizer_or_model(sess.model_id or name, trust_remote_code)
             try:
                 res = export_template(lm.tokenizer, tpl_text, fresh_export_dir())
             except parsing.TemplateError as p:
@@ -818,4 +843,4 @@ def _start(value) -> int | None:
 
 def launch_kwargs() -> dict:
     """Keyword arguments for ``demo.launch`` that the app needs (stylesheet)."""
-    return {"css": render.CSS}
+    return {"css": render.CSS + remote_panel.CSS}
