@@ -149,3 +149,35 @@ def test_stripped_special_delimiters(tmp_path):
     assert remote.stripped_special_delimiters("Hello", tpl, plain) == ["<|im_end|>"]
     assert remote.stripped_token_warning([], True) == ""
     assert "refused skip_special_tokens" in remote.stripped_token_warning(["<think>"], True)
+
+
+def test_remote_models_follow_the_model_policy(tmp_path):
+    from examples import builtin_model
+
+    from playground import policy
+    from playground.limits import Limits
+    from playground.ui import build_ui
+
+    server = remote.parse_remote_spec(f"ts=http://127.0.0.1:1/v1,model={builtin_model.MODEL_DIR}")
+    bare = remote.parse_remote_spec("open=http://127.0.0.1:1/v1")
+    previous = policy.configure(policy.ModelPolicy(allowed=("Qwen/Qwen3-0.6B",), hide_paths=True))
+    try:
+        # the operator's model is trusted; its folder is shown the way the policy shows folders
+        lm = remote.RemoteSource(server, "").load()
+        assert lm.model is None and lm.tokenizer.response_template
+        assert builtin_model.MODEL_DIR not in remote.RemoteSource(server, "").label
+        # a name a visitor types goes through the allow-list: the model box's own refusal, which is the same
+        # whether or not such a folder exists
+        for typed in (str(tmp_path), str(tmp_path / "missing"), "someone/else"):
+            with pytest.raises(remote.ModelLoadError) as err:
+                remote.RemoteSource(bare, typed).load()
+            with pytest.raises(policy.ModelRefused) as box:
+                policy.current().resolve(typed)
+            assert str(err.value) == str(box.value) and "does not load" in str(err.value)
+        with pytest.raises(remote.ModelLoadError):
+            remote.RemoteSource(server, "/etc").load()  # another name on a configured server: not trusted
+        # typed server URLs are refused on a public deployment
+        with pytest.raises(ValueError, match="private use"):
+            build_ui(builtin_model.MODEL_DIR, preload=False, limits=Limits.public_space(), allow_any_remote=True)
+    finally:
+        policy.configure(previous)
