@@ -1,13 +1,19 @@
-"""Command line: ``python -m parsing check TEMPLATE CASES.jsonl``, for model authors' CI.
+"""Command line for model authors' CI: ``python -m parsing check|probe|lint TEMPLATE ...``.
 
-Runs a test suite (the JSONL format of `parsing.doctor.suites`) against a
-response template, each case in one shot and with random chunkings, prints a
-readable report and exits:
+- ``check TEMPLATE CASES.jsonl`` runs a test suite (the JSONL format of `parsing.doctor.suites`) against a
+  response template, each case in one shot and with random chunkings.
+- ``probe TEMPLATE [--prefixes PREFIXES.json]`` runs the probe suite (`parsing.doctor.probe`): outputs built
+  from the template's own delimiters for each way real model output goes wrong (cut by the token limit, a
+  close tag inside a JSON string, a marker named in the answer, ...), one shot and chunked.
+- ``lint TEMPLATE`` prints the lint warnings (`parsing.doctor.lint`).
 
-- 0: every case passed;
-- 1: at least one case failed;
-- 2: the template or the cases file cannot be used (unreadable, not JSON, an
-  invalid template, a malformed case, no cases), or bad arguments.
+Each prints a readable report (``--json`` for JSON) and exits:
+
+- 0: every case passed / no probe failed (known limits of the template language do not count) / no lint
+  warning of severity "warning" (infos do not count unless ``--strict``);
+- 1: a case failed / a probe failed / a lint warning;
+- 2: an input cannot be used (unreadable, not JSON, an invalid template, a malformed case or prefixes
+  file, no cases), or bad arguments.
 
 TEMPLATE is a template ``.json`` file, a ``tokenizer_config.json`` (its
 ``response_template`` key), or a saved tokenizer folder containing one.
@@ -86,8 +92,79 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
+def _load(arg: str):
+    """(spec, compiled template) from a TEMPLATE argument; raises _Unusable with the reason."""
+    import parsing
+
+    spec = _read_template(arg)
+    try:
+        return spec, parsing.load_template(spec)
+    except parsing.TemplateError as exc:
+        raise _Unusable(f"invalid template {arg}: {exc}") from None
+
+
+def _read_prefixes(arg: str) -> dict:
+    try:
+        data = json.loads(Path(arg).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Unusable(f"cannot read prefixes {arg}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise _Unusable(f"prefixes {arg} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str)
+                                                         for k, v in data.items()):
+        raise _Unusable(f"prefixes {arg} must be a non-empty JSON object of name -> prompt text")
+    return data
+
+
+def _read_tools(arg: str) -> list:
+    try:
+        data = json.loads(Path(arg).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _Unusable(f"cannot read tools {arg}: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
+        raise _Unusable(f"tools {arg} must be a JSON list of tool schemas")
+    return data
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from parsing.doctor.probe import probe
+
+    try:
+        spec, _ = _load(args.template)
+        prefixes = _read_prefixes(args.prefixes) if args.prefixes else None
+        tools = _read_tools(args.tools) if args.tools else None
+    except _Unusable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    report = probe(spec, prefixes=prefixes, tools=tools, reference=args.reference)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(f"{args.template}" + (f" with prefixes {args.prefixes}" if args.prefixes else ""))
+        print(report.format(verbose=args.verbose))
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from parsing.doctor.lint import lint
+
+    try:
+        spec, _ = _load(args.template)
+    except _Unusable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    report = lint(spec)
+    counted = [w for w in report.warnings if args.strict or w.severity == "warning"]
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(f"{args.template}")
+        print(report.format())
+    return EXIT_FAILED if counted else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommand ``check``)."""
+    """The argument parser (subcommands ``check``, ``probe``, ``lint``)."""
     parser = argparse.ArgumentParser(prog="python -m parsing", description="Response-template tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run a JSONL test suite against a template (exit 0 pass, 1 fail, "
@@ -102,6 +179,27 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--verbose", action="store_true", help="show every failing chunking, not only the first")
     check.add_argument("--lint", action="store_true", help="also print lint warnings (exit status unchanged)")
     check.set_defaults(run=_check)
+
+    pr = sub.add_parser("probe", help="probe a template with outputs that break deployed parsers (exit 0 no "
+                                      "failure, 1 failures, 2 unusable input)",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pr.add_argument("template", help="template .json, tokenizer_config.json, or a saved tokenizer folder")
+    pr.add_argument("--prefixes", metavar="PREFIXES.json",
+                    help="prompt prefixes as the chat template renders them: a JSON object name -> text "
+                         "(examples/families/*/prefixes.json)")
+    pr.add_argument("--tools", metavar="TOOLS.json", help="tool schemas the probe calls (a JSON list)")
+    pr.add_argument("--reference", action="store_true",
+                    help="also parse every probe with the transformers reference parser (slower)")
+    pr.add_argument("--json", action="store_true", help="print the report as JSON")
+    pr.add_argument("--verbose", action="store_true", help="list passing probes too")
+    pr.set_defaults(run=_probe)
+
+    li = sub.add_parser("lint", help="lint a template (exit 0 clean, 1 warnings, 2 unusable input)",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    li.add_argument("template", help="template .json, tokenizer_config.json, or a saved tokenizer folder")
+    li.add_argument("--strict", action="store_true", help="count findings of severity info too")
+    li.add_argument("--json", action="store_true", help="print the report as JSON")
+    li.set_defaults(run=_lint)
     return parser
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re as _stdlib_re
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -298,7 +299,7 @@ def _check_overwrite(spec: dict) -> list[LintWarning]:
                 # Text after the field's own close (usually the stop token) is rare; after a block it is common.
                 severity="warning" if explicit_with_close else "info",
             ))
-        elif _has_close(fspec):
+        elif _has_close(fspec) and not _opens_only_at_start(fspec):
             out.append(LintWarning(
                 "field-overwrite", f"fields.{name}",
                 f"Field '{name}' does not repeat: if the model emits a second {_delim_text(fspec, 'open')} block, "
@@ -308,6 +309,27 @@ def _check_overwrite(spec: dict) -> list[LintWarning]:
                 severity="info",
             ))
     return out
+
+
+def _opens_only_at_start(fspec: dict) -> bool:
+    """True when every alternative of the field's open_pattern starts with ``^`` or ``\\A``: the region can open
+    only at the start of the parsed text (right after the prompt), so a second block cannot replace the first."""
+    source = fspec.get("open_pattern")
+    if not isinstance(source, str):
+        return False
+    try:
+        import re._constants as c  # Python 3.11+
+        import re._parser as sre_parse
+    except ImportError:  # pragma: no cover - older Pythons
+        import sre_constants as c  # type: ignore
+        import sre_parse  # type: ignore
+    try:
+        items = list(sre_parse.parse(source, _stdlib_re.DOTALL))
+    except Exception:  # syntax only the regex module knows
+        return False
+    branches = items[0][1][1] if len(items) == 1 and items[0][0] is c.BRANCH else [items]
+    starts = (c.AT_BEGINNING, c.AT_BEGINNING_STRING)
+    return all(branch and branch[0][0] is c.AT and branch[0][1] in starts for branch in branches)
 
 
 def _literal_vs_pattern(lit: str, pattern) -> str | None:
