@@ -74,8 +74,31 @@ COVER_TAGS = frozenset(
         "after_tool_response",
         "unsupported",
         "variant",
+        # probe classes (parsing.doctor.probe): see PROBE_CLASS_TAGS
+        "cut_by_end_of_turn",
+        "close_in_value",
+        "open_marker_in_text",
+        "text_around_calls",
+        "repeated_blocks",
+        "multibyte",
+        "drift",
+        "false_positive",
     }
 )
+
+#: Probe class (``parsing.doctor.probe.CLASSES``) -> the ``covers`` tags of transcripts that show it on real
+#: output. Every class the probe suite applies to a family needs at least one such transcript.
+PROBE_CLASS_TAGS = {
+    "a": frozenset({"truncated", "cut_by_end_of_turn", "stop_token_missing"}),
+    "b": frozenset({"close_in_json_string", "close_in_value"}),
+    "c": frozenset({"open_marker_in_text", "tool_call_in_reasoning"}),
+    "d": frozenset({"whitespace_between_blocks", "text_around_calls"}),
+    "e": frozenset({"parallel_tool_calls", "repeated_blocks"}),
+    "f": frozenset({"prefilled_think", "thinking_off", "after_tool_response", "multi_turn"}),
+    "g": frozenset({"split_markers", "several_markers_one_chunk", "multibyte"}),
+    "h": frozenset({"drift", "variant"}),
+    "i": frozenset({"false_positive"}),
+}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 from transformers.utils import chat_parsing as reference
 
 import examples
+from parsing.streams import replay_chunks
 import parsing as engine
 
 QWEN3_PREFILLED = "<|im_start|>user\nIs 17 prime?<|im_end|>\n<|im_start|>assistant\n<think>\n"
@@ -69,7 +70,7 @@ def _chunkings(output, special_tokens):
     yield "one chunk", [output]
     yield "one char per chunk", list(output)
     for seed in range(3):
-        yield f"replay seed {seed}", examples.replay_chunks(output, special_tokens, seed)
+        yield f"replay seed {seed}", replay_chunks(output, special_tokens, seed)
 
 
 @pytest.mark.parametrize("module", [reference, engine], ids=["reference", "engine"])
