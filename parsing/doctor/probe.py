@@ -561,7 +561,11 @@ class _Shape:
             body = self.body_text(value)
             if self.content_kind == "json" and open_text.endswith(">") and close_text.startswith("<"):
                 body = f"\n{body}\n"  # tag-style markers: the JSON sits on its own line (Hermes, Qwen)
-            end = close_text if separator is None or i == len(calls) - 1 else ""
+            last = i == len(calls) - 1
+            # A call that ends where the next begins (Magistral's `(?=\[TOOL_CALLS\])`) carries the turn's end
+            # token only after the last call.
+            ends_turn = close_text in self.turn_ends and bool(fmt.close and fmt.close.triggers)
+            end = close_text if last or (separator is None and not ends_turn) else ""
             pieces.append(open_text + body + end)
             expected.append(exp)
         if separator is not None:

@@ -183,6 +183,35 @@ def _is_space(items) -> bool:
     return op is _c.CATEGORY and _in_class("\n", [(op, av)]) and not _in_class("a", [(op, av)])
 
 
+def _top_level_alternatives(source: str) -> list:
+    """``source`` split at the ``|`` that are outside groups and character classes."""
+    parts, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+        elif ch == "[":
+            in_class = True
+            if source[i + 1:i + 2] == "^":
+                i += 1
+            if source[i + 1:i + 2] == "]":  # a leading ] is a literal
+                i += 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
 def _trim_space(items: list) -> list:
     """Drop optional whitespace (``\\s*``) at the very start and end of an alternative: it lets a delimiter
     swallow the blanks around it, but is not part of what the model writes for it."""
@@ -236,18 +265,18 @@ def pattern_samples(source: str, values: dict | None = None) -> list[Sample]:
             this module cannot write.
     """
     values = dict(values or {})
-    cleaned, aliases = _dedupe_group_names(source)
-    try:
-        tree = _p.parse(cleaned, _re.DOTALL)
-    except Exception as exc:  # the standard parser's errors vary by version
-        raise SampleError(f"cannot read pattern {source!r}: {exc}") from None
-    state = tree.state if hasattr(tree, "state") else tree.pattern
-    names = {number: name for name, number in state.groupdict.items()}
-    items = list(tree)
-    alternatives = items[0][1][1] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
     out = []
-    for alt in alternatives:
-        alt = _trim_space(list(alt))
+    # Split at top-level `|` ourselves: the standard parser factors a prefix common to all alternatives out of
+    # the branch (`<a>|<b>` becomes `<` + branch), which would hide the alternatives.
+    for part in _top_level_alternatives(source):
+        cleaned, aliases = _dedupe_group_names(part)
+        try:
+            tree = _p.parse(cleaned, _re.DOTALL)
+        except Exception as exc:  # the standard parser's errors vary by version
+            raise SampleError(f"cannot read pattern {source!r}: {exc}") from None
+        state = tree.state if hasattr(tree, "state") else tree.pattern
+        names = {number: name for name, number in state.groupdict.items()}
+        alt = _trim_space(list(tree))
         writer = _Writer(values, names, aliases)
         text = _resolve_space(writer.seq(alt))
         groups = {}
