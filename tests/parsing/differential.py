@@ -14,9 +14,9 @@ Expected result for ours, for every chunking: the reference's ONE-SHOT result. T
 streaming result equals it for most chunkings; where it does not (its known flaw: committing a delimiter
 match that more text could still change, or searching from where it last flushed), the chunking is
 recorded as a divergence. The end of the prefix is a chunk boundary even in the reference's one-shot
-parse (it runs the prefix through the parser before the output), and ours behaves the same there; the
-"ideal" run (prefix tail and output as ONE stream, no boundary at all) only documents where that boundary
-changes the result (`Report.prefix_boundary_divergence`).
+parse (it runs the prefix through the parser before the output), and ours behaves the same there;
+`ref_ideal` (prefix tail and output as ONE stream, no boundary at all) only shows where that boundary
+changes the result.
 
 `DIFF_SELF_CHECK=1` makes "ours" the reference itself (to validate corpus and harness without `parsing`);
 in that mode divergent chunkings are expected to reproduce the reference's streaming result.
@@ -228,7 +228,6 @@ class Report:
     case_id: str
     mismatches: list[str] = field(default_factory=list)  # "chunking: detail"
     divergences: list[str] = field(default_factory=list)  # chunkings where the reference streaming != its one-shot
-    prefix_boundary_divergence: bool = False  # the reference's one-shot != one uncut stream (informational)
 
 
 class CaseRunner:
@@ -237,11 +236,9 @@ class CaseRunner:
     def __init__(self, case_id, template, prefix, output, tools=None, post=()):
         self.case_id, self.template, self.prefix, self.output = case_id, template, prefix, output
         self.tools, self.post = tools, tuple(post)
-        self.ideal = ref_ideal(template, prefix, output, tools)
         self.ref_oneshot = run_oneshot(ref, template, prefix, output, tools)
         self.ref_oneshot_stream = run_stream(ref, template, prefix, [output], tools, self.post)
         self.report = Report(case_id)
-        self.report.prefix_boundary_divergence = not same_outcome(self.ref_oneshot_stream, self.ideal)
         # sanity of the oracle itself: parse_response == feed(whole) + finalize
         assert same_outcome(self.ref_oneshot, self.ref_oneshot_stream, events=False)
 
