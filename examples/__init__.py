@@ -209,6 +209,18 @@ class Family:
         raise KeyError(f"{self.name}: no transcript {transcript_id!r}")
 
 
+def probe_scores() -> dict:
+    """Each family's probe results (``python -m parsing probe`` with its prefixes), as stored in
+    ``examples/probe_scores.json`` by ``scripts/probe_table.py --update`` (a test keeps it current):
+    family -> ``{"passed": int, "run": int, "failed": int, "limits": [probe ids], "classes": {class: status}}``.
+    ``{}`` when the file is missing."""
+    path = FAMILIES_DIR.parent / "probe_scores.json"
+    try:
+        return _read_json(path)
+    except (OSError, ValueError):
+        return {}
+
+
 def list_families() -> list[str]:
     """Names of all families in the library, sorted (directory names under ``examples/families``)."""
     return sorted(

@@ -10,7 +10,8 @@ Element ids (for tests): ``doctor-lint-btn``/``doctor-lint``, ``doctor-checks-bt
 ``doctor-checks``, ``doctor-roundtrip-btn``/``doctor-roundtrip``, ``doctor-expected``,
 ``doctor-fill-expected``, ``doctor-case-name``, ``doctor-save-case``, ``doctor-suite``,
 ``doctor-suite-upload``, ``doctor-run-suite``/``doctor-suite-report``,
-``doctor-export-name``, ``doctor-export``/``doctor-export-files``, ``doctor-note``.
+``doctor-export-name``, ``doctor-export``/``doctor-export-files``, ``doctor-note``; the probe section
+(`playground.probe_panel`): ``doctor-probe-prefixes``, ``doctor-probe-btn``/``doctor-probe``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from parsing.doctor.lint import generation_prompt
 from parsing.doctor.roundtrip import roundtrip
 from parsing.streams import parse_stream
 
-from . import offload
+from . import offload, probe_panel
 from .export import fresh_export_dir
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
@@ -243,8 +244,9 @@ def build_doctor_panel(ctx: Any) -> None:
             through ``load_model``) and ``status`` (its changes re-run the run checks after every parse).
     """
     gr.Markdown("Checks for the template in the editor: **lint** it, **check** the current run, "
-                "**round-trip** sample messages through the model's chat template, and keep a **test suite** "
-                "(JSONL) that `python -m parsing check TEMPLATE CASES.jsonl` runs in CI.")
+                "**round-trip** sample messages through the model's chat template, keep a **test suite** "
+                "(JSONL) that `python -m parsing check TEMPLATE CASES.jsonl` runs in CI, and **probe** it with "
+                "outputs that break deployed parsers.")
     with gr.Accordion("Lint", open=True):
         with gr.Row():
             lint_btn = gr.Button("Lint template", elem_id="doctor-lint-btn", variant="primary", scale=1)
@@ -281,6 +283,7 @@ def build_doctor_panel(ctx: Any) -> None:
             export_btn = gr.Button("Export template + suite", elem_id="doctor-export", scale=1)
         export_out = gr.File(label="Template and suite, side by side", file_count="multiple",
                              elem_id="doctor-export-files", interactive=False, height=120)
+    probe_panel.build_probe_panel(ctx)
     note = gr.HTML("", elem_id="doctor-note")
 
     # ---------------------------------------------------------------------------------- handlers

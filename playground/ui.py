@@ -255,6 +255,19 @@ def list_library_families() -> list[str]:
         return []
 
 
+def library_choices(families: list[str]) -> list:
+    """Dropdown choices for the library picker: ``(label, family)`` with each family's probe score in the
+    label (``"qwen3 — probes 34/35, 1 known limit"``), from ``examples.probe_scores()``."""
+    from .probe_panel import score_label
+
+    ex = _examples_module()
+    try:
+        scores = ex.probe_scores() if ex is not None and hasattr(ex, "probe_scores") else {}
+    except Exception:  # noqa: BLE001 - the picker works without scores
+        scores = {}
+    return [(score_label(name, scores.get(name)), name) for name in families]
+
+
 def _transcript_name(t, i: int = 0) -> str:
     return str(_get(t, "id", "name", default=f"transcript {i}"))
 
@@ -405,7 +418,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                         export_status = gr.HTML("", elem_id="export-status")
                         download = gr.DownloadButton("Download zip", visible=False, elem_id="download")
             with gr.Column(scale=2):
-                lib_choices = ["(skeleton)", "(tokenizer's own / best match)"] + families
+                lib_choices = ["(skeleton)", "(tokenizer's own / best match)"] + library_choices(families)
                 lib_dd = gr.Dropdown(lib_choices, value=None, label="Load a library template", elem_id="library-template")
                 template = gr.Code(value=initial_template, language="json", label="Response template", lines=22,
                                    max_lines=40, elem_id="template")

@@ -1385,7 +1385,7 @@ def probe(template: Any, *, prefixes: dict | None = None, tools: list | None = N
     """Run the probe suite on a response template.
 
     Args:
-        template: a template dict (or JSON text) as `parsing.load_template` takes it.
+        template: a template dict, its JSON text (never read as a path), or a `parsing.CompiledTemplate`.
         prefixes: prompt prefixes as the family's chat template renders them (name -> text, generation prompt
             included, as in ``examples/families/*/prefixes.json``). Each is read for the state it leaves the
             parser in (fresh, inside the reasoning, thinking off) and the prompt-state probes run after each.
@@ -1405,10 +1405,9 @@ def probe(template: Any, *, prefixes: dict | None = None, tools: list | None = N
     """
     import parsing
 
-    compiled = parsing.load_template(template)
-    spec = json.loads(template) if isinstance(template, str) else template
-    if not isinstance(spec, dict):
-        spec = getattr(compiled, "spec", None) or {}
+    # Text is parsed as JSON text only, never opened as a path: it may come from an editor or a request.
+    compiled = parsing.loads_template(template) if isinstance(template, str) else parsing.load_template(template)
+    spec = compiled.spec
     tools = list(tools) if tools else DEFAULT_TOOLS
     tool_names = {t.get("function", t).get("name") for t in tools if isinstance(t, dict)}
     for needed in ("get_weather", "get_time", "save_note"):

@@ -160,3 +160,21 @@ def test_suite_save_run_export(page, tmp_path):
     page.click("#doctor-run-suite")
     page.wait_for_function("() => document.querySelector('#doctor-suite-report').innerText.includes('1 case: 1 passed')",
                            timeout=30000)
+
+
+def test_probes_run_on_the_editor_template_with_its_family_prompts(page):
+    from examples import load_family
+
+    set_code(page, "template", json.dumps(load_family("qwen3").template, indent=2))
+    open_doctor(page)
+    page.click("#doctor-probe-btn")
+    page.wait_for_selector("#doctor-probe .probe-report", timeout=60000)
+    text = page.inner_text("#doctor-probe")
+    assert "qwen3 family's prompts" in text and "0 fail" in text
+    assert page.query_selector_all("#doctor-probe .probe-class") and "Traceback" not in text
+    # the guide's naive template: failures with a checked change, shown per probe
+    set_code(page, "template", json.dumps({**FIXED, "fields": {**FIXED["fields"],
+                                                               "content": {"close": "<|im_end|>"}}}, indent=2))
+    page.click("#doctor-probe-btn")
+    page.wait_for_selector("#doctor-probe details[data-probe='a.reasoning_cut_by_end_of_turn']", timeout=60000)
+    assert "Suggested change" in page.inner_text("#doctor-probe")

@@ -183,12 +183,15 @@ def test_family_has_no_unexplained_probe_failure(name):
     assert not any("cannot read" in n for n in report.notes), report.notes
 
 
-def test_readme_probe_table_is_current():
+def test_readme_probe_table_and_picker_scores_are_current():
     sys.path.insert(0, str(ROOT / "scripts"))
     import probe_table
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert probe_table.readme_block(probe_table.table(family_report)) in readme, \
+        "run .venv/bin/python scripts/probe_table.py --update"
+    stored = (ROOT / "examples" / "probe_scores.json").read_text(encoding="utf-8")
+    assert stored == probe_table.scores_text(probe_table.scores(family_report)), \
         "run .venv/bin/python scripts/probe_table.py --update"
 
 

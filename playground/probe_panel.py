@@ -1,0 +1,206 @@
+"""The Doctor tab's probe section: `parsing.doctor.probe` on the template in the editor.
+
+`build_probe_panel(ctx)` is called by `playground.doctor_panel` inside the Doctor tab with the same
+`playground.ui.PanelContext`. The probe writes model outputs from the editor's template for each way real
+outputs break parsers and reports, per class, what passed, what failed (with the output, expected vs got and a
+template change checked by re-running the probe) and what is a known limit of the language. Prompt prefixes
+come from a library family (the one whose template is in the editor, or the one picked) and from the current
+run's prompt; without them the probe writes its own from the start anchor. The probe runs in a worker under
+the request's time budget (`playground.offload`). `probe_html` is a pure function.
+
+Element ids (for tests): ``doctor-probe-prefixes``, ``doctor-probe-btn``, ``doctor-probe``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import gradio as gr
+
+import parsing
+from parsing.doctor.probe import ERROR, NO_CALL, ProbeReport
+
+from . import offload
+
+__all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "score_label"]
+
+AUTO = "(auto: the family whose template is in the editor)"
+NONE = "(none: written from the start anchor)"
+MAX_SHOWN = 600  # characters of an output or value shown before it is cut
+
+_COLORS = {"pass": ("#065f46", "#d1fae5"), "fail": ("#991b1b", "#fee2e2"), "limit": ("#92400e", "#fef3c7"),
+           "n/a": ("#374151", "#e5e7eb")}
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def _show(value: Any) -> str:
+    if value == ERROR:
+        return "<i>a raised error</i>"
+    if value == NO_CALL:
+        return "<i>no tool call (an error or a message without calls)</i>"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return f"<code>{_e(_cut(text))}</code>"
+
+
+def _badge(status: str) -> str:
+    fg, bg = _COLORS.get(status, ("#111", "#eee"))
+    label = {"limit": "KNOWN LIMIT", "n/a": "N/A"}.get(status, status.upper())
+    return (f'<span class="probe-badge probe-{_e(status.replace("/", ""))}" style="color:{fg};background:{bg};'
+            f'padding:1px 6px;border-radius:4px;font-weight:600;font-size:0.85em">{label}</span>')
+
+
+_CELL = 'style="border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left"'
+
+
+def probe_html(report: ProbeReport) -> str:
+    """The report as HTML: a summary, one row per class, then every probe that did not pass with its prompt,
+    output, expected vs got (and the chunking), and the suggested change or the known limit. All text from the
+    template and the outputs is escaped."""
+    head = _badge("pass" if report.passed else "fail") + f" <b>{_e(report.summary())}</b>"
+    notes = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    rows = []
+    for c in report.classes:
+        passed = sum(r.status == "pass" for r in c.results)
+        count = f"{passed}/{len(c.results)}" if c.results else "—"
+        why = _e(c.reason) if c.status == "n/a" else ""
+        rows.append(f"<tr class='probe-class' data-class='{_e(c.cls)}'><td {_CELL}><b>{_e(c.cls)}</b></td>"
+                    f"<td {_CELL}>{_e(c.title)}</td><td {_CELL}>{_badge(c.status)}</td><td {_CELL}>{count}</td>"
+                    f"<td {_CELL}>{why}</td></tr>")
+    table = ("<table class='probe-classes' style='border-collapse:collapse;width:100%;font-size:0.9em'>"
+             f"<tr><th {_CELL}>class</th><th {_CELL}>what</th><th {_CELL}>result</th><th {_CELL}>probes</th>"
+             f"<th {_CELL}></th></tr>{''.join(rows)}</table>")
+    details = []
+    for r in report.results:
+        if r.status == "pass":
+            continue
+        c = r.case
+        accept = "".join(f"<br>or {_show(a)}" for a in c.accept)
+        if r.status == "limit":
+            advice = f"<div><b>Known limit of the template language:</b> {_e(c.limit)}</div>"
+        else:
+            checked = {True: " <span class='probe-checked'>(checked: the probe passes with it)</span>",
+                       False: " <span class='probe-unchecked'>(not enough on its own)</span>"}.get(r.fix_verified, "")
+            advice = f"<div><b>Suggested change:</b> <code>{_e(c.suggestion)}</code>{checked}</div>" \
+                if c.suggestion else ""
+        extra = f"<div>{_e(r.detail)}</div>" if r.detail else ""
+        details.append(
+            f"<details class='probe-result probe-{_e(r.status.replace('/', ''))}' data-probe='{_e(c.id)}'"
+            f"{' open' if r.status == 'fail' else ''}>"
+            f"<summary>{_badge(r.status)} <code>{_e(c.id)}</code>: {_e(c.title)}</summary>"
+            f"<div>prompt: <code>{_e(c.prefix_name)}</code></div>"
+            f"<div>output: <pre style='white-space:pre-wrap;margin:2px 0'>{_e(_cut(c.output))}</pre></div>"
+            f"<div>expected: {_show(c.expected)}{accept}</div>"
+            f"<div>got ({_e(r.chunking or '')}): {_show(r.got)}</div>{extra}{advice}</details>")
+    notes_html = f"<ul class='probe-notes'>{notes}</ul>" if notes else ""
+    return f"<div class='probe-report'><div>{head}</div>{notes_html}{table}{''.join(details)}</div>"
+
+
+# ------------------------------------------------------------------------------------------ prefixes
+
+
+def _examples():
+    try:
+        import examples
+        return examples
+    except Exception:  # noqa: BLE001 - the library is optional for the panel
+        return None
+
+
+def family_choices() -> list[str]:
+    """The prefix sources the panel offers: auto, none, then every library family."""
+    ex = _examples()
+    try:
+        families = list(ex.list_families()) if ex else []
+    except Exception:  # noqa: BLE001
+        families = []
+    return [AUTO, NONE, *families]
+
+
+def _family_of(template_text: str) -> str | None:
+    """The library family whose template equals the editor's (compared as JSON), or None."""
+    ex = _examples()
+    if ex is None:
+        return None
+    try:
+        spec = json.loads(template_text)
+        for name in ex.list_families():
+            if ex.load_family(name).template == spec:
+                return name
+    except Exception:  # noqa: BLE001 - not JSON yet: no family
+        return None
+    return None
+
+
+def prefixes_for(choice: str, template_text: str, run_prefix: str | None) -> tuple[dict | None, str]:
+    """(prefixes for `probe`, a sentence saying where they come from).
+
+    ``choice`` is one of `family_choices`; the current run's prompt (``run_prefix``) is added as
+    ``"current run"`` when there is one."""
+    family = _family_of(template_text) if choice == AUTO else (None if choice in (AUTO, NONE) else choice)
+    prefixes: dict = {}
+    where = []
+    if family:
+        prefixes.update(_examples().load_family(family).prefixes)
+        where.append(f"the {family} family's prompts")
+    if run_prefix:
+        prefixes["current run"] = run_prefix
+        where.append("the current run's prompt")
+    if not prefixes:
+        return None, "Prompts written from the start anchor (pick a family to use its chat template's prompts)."
+    return prefixes, "Prompts: " + " and ".join(where) + "."
+
+
+def score_label(name: str, score: dict | None) -> str:
+    """The library picker's label for a family: ``"qwen3 — probes 34/35, 1 known limit"``."""
+    if not score:
+        return name
+    limits = len(score.get("limits", []))
+    text = f"{name} — probes {score['passed']}/{score['run']}"
+    if score.get("failed"):
+        text += f", {score['failed']} failing"
+    if limits:
+        text += f", {limits} known limit{'s' if limits != 1 else ''}"
+    return text
+
+
+# ------------------------------------------------------------------------------------------ the panel
+
+
+def build_probe_panel(ctx: Any) -> None:
+    """Build the probe section inside the current Blocks context (the Doctor tab); see the module docstring."""
+    with gr.Accordion("Probes: outputs that break deployed parsers", open=True):
+        gr.Markdown("Model outputs written from the editor's template for each way real outputs go wrong "
+                    "(cut by the token limit, a close tag inside a JSON string, `<think>` named in the answer, "
+                    "whitespace around calls, chunks split at every position...), parsed in one shot and "
+                    "chunked. Same as `python -m parsing probe TEMPLATE.json --prefixes PREFIXES.json`.")
+        with gr.Row():
+            source = gr.Dropdown(family_choices(), value=AUTO, label="Prompt prefixes from",
+                                 elem_id="doctor-probe-prefixes", scale=3)
+            probe_btn = gr.Button("Run probes", elem_id="doctor-probe-btn", variant="primary", scale=1)
+        probe_out = gr.HTML("", elem_id="doctor-probe")
+
+    def do_probe(tpl_text, choice, sess):
+        try:
+            parsing.loads_template(tpl_text)  # a template error shows where it is, before any work
+            run = getattr(sess, "run", None)
+            prefixes, where = prefixes_for(choice, tpl_text, getattr(run, "prefix", None) if run else None)
+            report = offload.bounded(offload.probe_job, tpl_text, prefixes, what="The probes",
+                                     local="python -m parsing probe template.json --prefixes prefixes.json")
+            return f"<div class='probe-source'>{_e(where)}</div>" + probe_html(report)
+        except Exception as exc:  # noqa: BLE001 - a broken template is a message
+            from .doctor_panel import _problem
+            return _problem(exc)
+
+    probe_btn.click(do_probe, [ctx.template, source, ctx.session], [probe_out])

@@ -1,0 +1,61 @@
+"""The Doctor tab's probe section and the library picker's probe scores (pure helpers)."""
+
+import copy
+import json
+
+import examples
+from parsing.doctor.probe import probe
+from playground import probe_panel
+from playground.ui import library_choices
+
+GUIDE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "reasoning_content": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def test_probe_html_shows_classes_failures_fixes_and_limits():
+    html = probe_panel.probe_html(probe(GUIDE))
+    assert "probe-report" in html and html.count("class='probe-class'") == 9
+    assert "data-probe='a.reasoning_cut_by_end_of_turn'" in html
+    assert "Suggested change" in html and "checked: the probe passes with it" in html
+    assert "Known limit of the template language" in html  # h.missing_reasoning_open
+    assert "&lt;|im_end|&gt;" in html and "<|im_end|>" not in html  # every model text is escaped
+
+
+def test_probe_html_escapes_template_text():
+    spec = copy.deepcopy(GUIDE)
+    spec["fields"]["reasoning_content"]["open"] = "<script>alert(1)</script>"
+    html = probe_panel.probe_html(probe(spec))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_prefixes_for_picks_the_family_of_the_editor_template():
+    fam = examples.load_family("qwen3")
+    text = json.dumps(fam.template)
+    prefixes, where = probe_panel.prefixes_for(probe_panel.AUTO, text, None)
+    assert prefixes == fam.prefixes and "qwen3" in where
+    prefixes, where = probe_panel.prefixes_for(probe_panel.AUTO, text, "<|im_start|>assistant\n")
+    assert prefixes["current run"] == "<|im_start|>assistant\n" and "current run" in where
+    assert probe_panel.prefixes_for(probe_panel.NONE, text, None)[0] is None
+    assert probe_panel.prefixes_for("glm45", text, None)[0] == examples.load_family("glm45").prefixes
+    assert probe_panel.prefixes_for(probe_panel.AUTO, "{not json", None)[0] is None
+    assert probe_panel.family_choices()[:2] == [probe_panel.AUTO, probe_panel.NONE]
+
+
+def test_library_picker_labels_carry_the_probe_score():
+    scores = examples.probe_scores()
+    assert set(scores) == set(examples.list_families())
+    choices = dict((value, label) for label, value in library_choices(["qwen3", "hermes"]))
+    q = scores["qwen3"]
+    assert choices["qwen3"] == f"qwen3 — probes {q['passed']}/{q['run']}, {len(q['limits'])} known limit"
+    assert choices["hermes"] == f"hermes — probes {scores['hermes']['passed']}/{scores['hermes']['run']}"
+    assert probe_panel.score_label("x", None) == "x"
+    assert probe_panel.score_label("x", {"passed": 1, "run": 3, "failed": 1, "limits": ["a", "b"]}) == \
+        "x — probes 1/3, 1 failing, 2 known limits"
