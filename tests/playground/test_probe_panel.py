@@ -8,16 +8,7 @@ from parsing.doctor.probe import probe
 from playground import probe_panel
 from playground.ui import library_choices
 
-GUIDE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>"},
-    },
-}
+from tests.doctor.doctor_templates import GUIDE
 
 
 def test_probe_html_shows_classes_failures_fixes_and_limits():
