@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -395,3 +397,15 @@ def _na_reason(cls: str, shape: _Shape) -> str:
     if cls == "i" and shape.content != shape.implicit:
         return "the answer is an explicit region: only its own close is watched inside it"
     return "nothing in the template for this class"
+
+
+class _CallableModule(types.ModuleType):
+    """``parsing.doctor.probe(template, prefixes=..., tools=...)`` (the spelling of issue #11) calls `probe`,
+    while ``parsing.doctor.probe`` stays this module (``from parsing.doctor.probe import ProbeReport``)."""
+
+    def __call__(self, template: Any, *, prefixes: dict | None = None, tools: list | None = None,
+                 reference: bool = False) -> ProbeReport:
+        return probe(template, prefixes=prefixes, tools=tools, reference=reference)
+
+
+sys.modules[__name__].__class__ = _CallableModule

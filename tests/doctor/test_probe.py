@@ -292,3 +292,14 @@ def test_every_probed_class_has_a_real_transcript(name):
     covers = {c for t in fam.transcripts for c in t.covers}
     for cls in (c.cls for c in report.classes if c.status != "n/a"):
         assert examples.PROBE_CLASS_TAGS[cls] & covers, f"no transcript covers class {cls} ({CLASSES[cls]})"
+
+
+def test_the_issue_spelling_parsing_doctor_probe_is_callable():
+    import parsing.doctor
+
+    report = parsing.doctor.probe(examples.load_family("qwen3").template,
+                                  prefixes=examples.load_family("qwen3").prefixes)
+    assert isinstance(report, parsing.doctor.ProbeReport) and report.passed
+    from parsing.doctor.probe import probe as probe_function
+
+    assert parsing.doctor.probe.probe is probe_function  # still the module for imports
