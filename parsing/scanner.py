@@ -93,14 +93,17 @@ def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
     return start, stop
 
 
-def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float | None) -> int | None:
-    """Leftmost p in [lo, hi] from which a match of the regex could still reach past the buffer edge."""
+def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float | None,
+                   pattern=None) -> int | None:
+    """Leftmost p in [lo, hi] from which a match of the regex (or ``pattern``; default: the pattern without
+    ``\\K``) could still reach past the buffer edge."""
     end = len(buf)
     if delim.max_width is not None:
         reach = delim.max_width + (delim.lookahead or 0)
         lo = max(lo, end - reach)
     for p in range(lo, hi + 1):
-        m = delim.run("fullmatch", buf, p, partial=True, timeout=timeout, pattern=delim.attempt_regex)
+        m = delim.run("fullmatch", buf, p, partial=True, timeout=timeout,
+                      pattern=pattern if pattern is not None else delim.attempt_regex)
         if m is not None:
             return p
     return None
@@ -165,7 +168,11 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
             # the same pattern, searching forwards, matches or partially matches.
             ahead = delim.run("search", buf, start_at, partial=True, timeout=timeout, pattern=delim.forward_regex)
             if ahead is not None:
-                hold = min(hold, ahead.start())
+                first = ahead.start()
+                if not ahead.partial:  # a complete match is preferred to an earlier partial one: look before it
+                    earlier = _regex_pending(delim, buf, start_at, first - 1, timeout, pattern=delim.forward_regex)
+                    first = first if earlier is None else earlier
+                hold = min(hold, first)
             continue
         else:
             match = delim.run("search", buf, start_at, partial=True, timeout=timeout)
@@ -236,8 +243,10 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int,
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
-    if stop == end:  # a regex or zero-width match at the edge may still grow
-        return start
-    if delim.lookahead is None or stop + delim.lookahead > end:
-        return start
+    if stop == end or delim.lookahead is None or stop + delim.lookahead > end:
+        # The match itself may still change (it ends at the edge, or its lookahead may read past it). And a
+        # partial search reports a complete match in preference to an earlier partial one (`a.*z|b` seeing
+        # `a b` reports `b`), so an earlier attempt may be pending too.
+        earlier = _regex_pending(delim, buf, pos, start - 1, timeout)
+        return start if earlier is None else earlier
     return _regex_pending(delim, buf, pos, start, timeout)

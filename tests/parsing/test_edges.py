@@ -76,6 +76,13 @@ MORE = [
     _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<thi", "nk>x</think>y", {}, id="prefix_ends_inside_open"),
     _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<think>a</th", "ink>b", {}, id="prefix_ends_inside_close"),
     _case({"c": {"close_pattern": "$"}}, "a\n", "b", {}, id="prefix_ends_in_newline_dollar_close"),
+    # A partial search returns a later complete match in preference to an earlier partial one (`a b` -> `b`),
+    # so the hold must also cover earlier attempts that more text could complete.
+    _case({"content": {}, "x": {"open_pattern": "a.*z|b", "close": "E"}}, "", "a bz", {}, id="earlier_partial_hidden_by_complete"),
+    _case({"content": {}, "x": {"open_pattern": "a.*z|b", "close": "E"}}, "", "a b yzE", {}, id="earlier_partial_completes_later"),
+    _case({"content": {}, "x": {"open_pattern": "a[^E]*z|b", "close": "E"}}, "", "a b cEz", {}, id="earlier_partial_that_fails"),
+    _case({"content": {}, "x": {"open": "<x>", "close_pattern": "(?r)a.*z|b"}}, "", "<x>1a b2z3", {}, id="reverse_earlier_partial"),
+    _case({"content": {}, "x": {"open_pattern": "\\n\\Ka.*z|b", "close": "E"}}, "", "\na bz", {}, id="keep_out_earlier_partial"),
 ]
 
 

@@ -68,6 +68,9 @@ REGEX_POOL = [
     (r"(?:ab|abc)d?", ["ab", "abc", "abcd", "abd"]),
     (r"x{2,3}", ["xx", "xxx", "xxxx"]),
     (r"</x>\s*$", ["</x>", "</x>\n", "</x> \n"]),  # $ also before a final newline
+    # a later alternative completes while an earlier, longer attempt is still partial
+    (r"a.*z|b", ["a", "b", "z", "a bz"]),
+    (r"<x[^>]*>|!", ["<x", "<x y>", "!"]),
 ]
 LOOKBEHIND_POOL = [
     (r"(?<=a)b>", ["ab>", "b>", "a"]),  # lookbehind into text before the match (and before the chunk)
