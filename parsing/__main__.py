@@ -137,6 +137,11 @@ def _probe(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     report = probe(spec, prefixes=prefixes, tools=tools, reference=args.reference)
+    if not report.results:
+        reasons = sorted({c.reason for c in report.classes if c.reason})
+        print(f"error: the probe could not write any output for {args.template}: " + "; ".join(reasons),
+              file=sys.stderr)
+        return EXIT_UNUSABLE
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:

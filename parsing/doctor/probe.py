@@ -277,6 +277,9 @@ def _run(compiled: Any, case: ProbeCase, tools: list, markers: list, shape: _Sha
         outcome = parse_stream(compiled, case.prefix, chunks, tools=tools)
         got = outcome.result()
         events = outcome.events
+        if outcome.error and outcome.error.startswith(("PatternTimeoutError", "TimeoutError", "BudgetExceeded")):
+            # a catastrophic pattern: report it once instead of waiting for it under every chunking
+            return ProbeResult(case, "fail", got, label, "a pattern ran past its time limit on this output")
         if not any(_matches(got, w, case, shape) for w in wanted):
             status = "limit" if case.limit else "fail"
             detail = ""

@@ -175,7 +175,7 @@ class _Builder:
         for step in (self.a, self.b, self.c, self.d, self.e, self.f, self.g, self.h, self.i):
             try:
                 step()
-            except _Unprobeable as exc:  # a class the probe cannot write for this template
+            except (_Unprobeable, SampleError) as exc:  # a class the probe cannot write for this template
                 self.na.setdefault(step.__name__, str(exc))
 
     def a(self) -> None:

@@ -239,6 +239,13 @@ def test_probe_and_lint_commands_exit_2_on_unusable_input(tmp_path):
     good.write_text(json.dumps(CLEAN))
     rc, _, err = cli("probe", good, "--prefixes", prefixes)
     assert rc == 2 and "prefixes" in err
+    # a valid template the probe cannot write outputs for (regex-module-only syntax): unusable, not "passed"
+    unreadable = tmp_path / "unreadable.json"
+    spec = copy.deepcopy(CLEAN)
+    spec["fields"]["reasoning_content"] = {"open_pattern": r"\p{L}*<think>", "close": "</think>"}
+    unreadable.write_text(json.dumps(spec))
+    rc, _, err = cli("probe", unreadable)
+    assert rc == 2 and "could not write any output" in err
 
 
 def test_lint_command_exit_codes(tmp_path):
