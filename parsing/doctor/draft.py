@@ -34,7 +34,8 @@ from typing import Any, Iterable, Mapping
 import regex
 
 from .chat_render import RenderError, RenderTimeout, render_chat, special_tokens_map
-from .textdiff import common_prefix, common_suffix, first_marker, is_marker, last_marker, pair_of, safe_cut, tokens
+from .textdiff import (common_prefix, common_suffix, first_marker, is_marker, last_marker, pair_of, safe_cut,
+                       safe_cut_forward, tokens)
 
 __all__ = ["Draft", "DraftError", "Evidence", "Rendering", "SampleCheck", "draft_template", "DEFAULT_TIME_BUDGET"]
 
@@ -446,8 +447,14 @@ class _Analysis:
                      "The partner of the content open, right after the answer.")
 
     def _looks_like_empty_block(self, text: str) -> bool:
+        return bool(self._empty_block(text))
+
+    def _empty_block(self, text: str) -> tuple[str, str] | None:
+        """(open, close) when ``text`` is an empty block: a tag, maybe a word (``<|channel>thought``), its partner."""
         toks = [p for p in tokens(text, self.special) if p.strip()]
-        return len(toks) == 2 and toks[1] in pair_of(toks[0])
+        if len(toks) >= 2 and toks[-1] in pair_of(toks[0]) and len(toks) <= 3:
+            return text.strip()[:len(text.strip()) - len(toks[-1])].strip(), toks[-1]
+        return None
 
     # -- 3. reasoning ------------------------------------------------------------------------------------
     def reasoning(self) -> None:
@@ -567,12 +574,13 @@ class _Analysis:
             for tail, label, state in ((tail_on, on.label, "on"), (tail_off, off.label, "off")):
                 toks = [p for p in tokens(tail, self.special) if p.strip()]
                 text = on.text if state == "on" else off.text
-                if len(toks) == 2 and toks[1] in pair_of(toks[0]):
+                block = self._empty_block(tail)
+                if block:
                     if not self.r_open:
-                        self.r_open, self.r_close = toks[0], toks[1]
+                        self.r_open, self.r_close = block
                         self.r_mode = self.r_mode if self.r_mode != "none" else "tagged"
-                    s = text.rfind(toks[0])
-                    self.add("empty reasoning block", toks[0] + toks[1], f"prompt, {var}={'False' if state == 'on' else 'True'}",
+                    s = text.rfind(block[0])
+                    self.add("empty reasoning block", tail.strip(), f"prompt, {var}={'False' if state == 'on' else 'True'}",
                              label, (s, len(text)), f"With thinking {state}, the prompt pre-fills an empty reasoning "
                              "block.")
                 elif len(toks) == 1:
@@ -603,6 +611,13 @@ class _Analysis:
         return prompt[at + len(self.anchor):] if at >= 0 else ""
 
     def _reasoning_from_prefill(self) -> None:
+        block = self._empty_block(self.prefill)
+        if block:
+            at = self.P.rfind(block[0])
+            self.r_open, self.r_close, self.r_mode = block[0], block[1], "tagged"
+            self.add("empty reasoning block", self.prefill.strip(), "content", "prompt", (at, len(self.P)),
+                     "The generation prompt pre-fills an empty reasoning block (thinking off).")
+            return
         toks = [p for p in tokens(self.prefill, self.special) if p.strip()]
         if len(toks) != 1:
             return
@@ -1009,7 +1024,7 @@ class _Analysis:
         rest = post1[v2 + 2:]                        # value suffix + call tail
         if kv1 != kv2 or not kv1.strip() and not mid.strip():
             return None
-        vs_len = common_prefix(mid, rest)
+        vs_len = safe_cut(mid, common_prefix(mid, rest), self.special)
         value_suffix = mid[:vs_len]
         key_prefix_2 = mid[vs_len:]
         between_name_and_args = post1[:i1]
@@ -1200,6 +1215,19 @@ class _Analysis:
                               + (f" ({r.error})" if r.error else "") + "; the start anchor is not checked there.")
             return
         text = r.text
+        one = self.renderings.get("one call")
+        if one is not None and not one.error and text.startswith(one.text):
+            after_call = text[len(one.text):text.rfind(_RESULT)]
+            one_turn = self.tool_turn(one) or ""
+            marker = first_marker(after_call, self.special)
+            if marker and is_marker(marker, self.special) and marker not in self.ends and not any(
+                    e in one_turn for e in self.ends):
+                self.ends.append(marker)
+                self.stops.append(marker)
+                s = len(one.text) + after_call.find(marker)
+                self.add("end of a tool-calling turn", marker, "one call", r.label, (s, s + len(marker)),
+                         "A turn that makes a call has no end marker of its own; the tool result's header follows "
+                         "it, and the model stops there.")
         at = text.rfind(self.anchor)
         res_end = text.rfind(_RESULT) + len(_RESULT)
         tail_after_anchor = text[at + len(self.anchor):] if at >= res_end else None
@@ -1222,10 +1250,9 @@ class _Analysis:
         out = []
         P = self.P
         def add(label, message, fields):
-            r = self.renderings.get(label)
-            if r is None or r.error or r.text[:self.L] != P[:self.L]:
+            output = self.output_of(self.renderings.get(label), False)
+            if output is None:
                 return
-            output = self._generation(r.text[self.L:])
             expected = {k: v for k, v in message.items() if v not in (None, "", [], {})}
             out.append((label, "prompt", output, expected, fields))
         add("content", {"role": "assistant", "content": _CONTENT}, ("content",))
@@ -1257,15 +1284,34 @@ class _Analysis:
                         "tool_calls": [{"type": "function", "function": {"name": n, "arguments": a}} for n, a in calls]}
                 want.update({k: v for k, v in extra.items() if v})
                 turn = self.tool_turn(r)
-                if turn is None:
+                output = self.output_of(r, True)
+                if turn is None or output is None:
                     continue
                 rendered_fields = ["tool_calls"] + [k for k in extra if extra[k] and (
                     (_CONTENT if k == "content" else _REASONING) in turn)]
                 for k in list(extra):
                     if k not in rendered_fields:
                         want.pop(k, None)
-                out.append((label, "prompt with tools", self._generation(turn), want, tuple(rendered_fields)))
+                out.append((label, "prompt with tools", output, want, tuple(rendered_fields)))
         return out
+
+    def output_of(self, r: Rendering, with_tools: bool) -> str | None:
+        """What a model would generate after the prompt for the turn rendered in ``r`` (None if unusable).
+
+        The rendered turn after the full prompt (when the rendering continues the prompt verbatim), else after the
+        point where the two part; when the prompt opens the reasoning and the turn never closes it (a turn
+        rendered without reasoning), the close is put first, as a model given that prompt writes it; cut after the
+        end-of-turn marker, where generation stops.
+        """
+        P, L = (self.Pt, self.Lt) if with_tools else (self.P, self.L)
+        if r is None or r.error or r.text[:L] != P[:L]:
+            return None
+        text = r.text[len(P):] if r.text.startswith(P) else r.text[L:]
+        tail = P[P.rfind(self.anchor) + len(self.anchor):] if self.anchor in P else ""
+        if self.r_open and self.r_close and tail.strip().startswith(self.r_open) and self.r_close not in tail \
+                and self.r_close not in text:
+            text = self.r_close + text
+        return self._generation(text)
 
     def _generation(self, turn: str) -> str:
         """A rendered turn cut where generation would stop: after the first end-of-turn marker."""
@@ -1287,11 +1333,9 @@ class _Analysis:
         if parallel:
             labels.append(("two calls", [(_NAME_A, _ARGS_A), (_NAME_B, _ARGS_B)]))
         for label, calls in labels:
-            r = self.renderings.get(label)
-            turn = None if r is None else self.tool_turn(r)
-            if turn is None:
+            output = self.output_of(self.renderings.get(label), True)
+            if output is None:
                 return False
-            output = self._generation(turn)
             try:
                 got = parsing.parse_response(output, compiled, prefix=self.Pt, tools=self.tools)
             except Exception:  # noqa: BLE001

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import regex
 
-__all__ = ["common_prefix", "common_suffix", "safe_cut", "tokens", "first_marker", "last_marker", "strip_ws",
+__all__ = ["common_prefix", "common_suffix", "safe_cut", "safe_cut_forward", "tokens", "first_marker", "last_marker", "strip_ws",
            "pair_of", "is_marker"]
 
 # A bracketed token: <...>, [...], or the full-width bars DeepSeek uses (<｜...｜>), short and without
 # whitespace runs or nested brackets, so that ordinary prose is never taken for a marker.
-_BRACKETED = regex.compile(r"<[^<>\s]{1,60}>|<[^<>\n]{1,60}\|>|\[[^\[\]\s]{1,60}\]|<｜[^｜<>]{1,60}｜>")
+_BRACKETED = regex.compile(r"<[^<>\s]{1,60}>|<[^<>\n]{1,60}\|>|\[[^\[\]\s]{1,60}\]|<｜[^｜<>]{1,60}｜>"
+                           r"|</?[A-Za-z_][\w:.-]*(?:\s+[\w:.-]+=(?:\"[^\"<>\n]*\"|'[^'<>\n]*'))*\s*/?>")
 _WS = regex.compile(r"\s+")
 
 
@@ -55,11 +56,22 @@ def safe_cut(text: str, pos: int, special: tuple[str, ...] = ()) -> int:
     """Move ``pos`` back so that it does not fall inside a marker token of ``text``.
 
     Returns a position ``<= pos`` that is the start of the marker token containing ``pos`` (when one
-    does), else ``pos``.
+    does), else ``pos``. A position right after an opening ``<`` or ``[`` whose token is cut off (the
+    text differs from there) also moves back before it.
     """
     for s, e in _spans(text, special):
         if s < pos < e:
             return s
+    if pos > 0 and text[pos - 1] in "<[":
+        return pos - 1
+    return pos
+
+
+def safe_cut_forward(text: str, pos: int, special: tuple[str, ...] = ()) -> int:
+    """Move ``pos`` forward so that it does not fall inside a marker token of ``text`` (to that token's end)."""
+    for s, e in _spans(text, special):
+        if s < pos < e:
+            return e
     return pos
 
 
