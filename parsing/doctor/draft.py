@@ -471,6 +471,8 @@ class _Analysis:
         self.thinking_switch()
         if not self.r_open and not self.r_close:
             self._reasoning_from_prefill()
+        if not self.r_open and not self.r_close:
+            self._reasoning_from_literals()
         if self.r_open or self.r_close:
             self.format["reasoning"] = {"open": self.r_open, "close": self.r_close, "mode": self.r_mode}
         else:
@@ -546,6 +548,51 @@ class _Analysis:
                 self.evidence[k] = Evidence(e.marker, self.anchor, e.left, e.right, self.anchor_span, e.note)
         self.evidence = [e for e in self.evidence if e.marker not in ("content open", "content close", "end of turn")]
         self.content_framing()
+
+    def _literal_markers(self) -> list[str]:
+        """Marker tokens written in the chat template's string literals (read with Jinja's lexer, not executed)."""
+        try:
+            import jinja2
+            found: list[str] = []
+            for _, kind, value in jinja2.Environment().lex(self.chat_template):
+                if kind != "string":
+                    continue
+                text = value[1:-1].encode("utf-8", "backslashreplace").decode("unicode_escape", "ignore") \
+                    if "\\" in value else value[1:-1]
+                for piece in tokens(text, self.special):
+                    if is_marker(piece, self.special) and piece not in found:
+                        found.append(piece)
+            return found[:80]
+        except Exception:  # noqa: BLE001 - a template the lexer cannot read simply offers no candidates
+            return []
+
+    def _reasoning_from_literals(self) -> None:
+        """A template that renders no reasoning may still cut it off an answer: when the answer's content holds
+        "reasoning + MARKER + answer" and only the answer is rendered, MARKER closes the reasoning. The candidates
+        are the marker tokens in the template's own string literals; each is confirmed by a rendering."""
+        control = self.render("content with reasoning text", "an answer whose content is reasoning text then the "
+                              "answer, no marker", self.lead + [{"role": "assistant", "content": _REASONING + _CONTENT}])
+        if control.error or _REASONING not in control.text:
+            return
+        for marker in self._literal_markers():
+            self.check_time()
+            label = f"content with inline reasoning closed by {marker}"
+            r = self.render(label, f"an answer whose content is reasoning, {marker!r}, then the answer",
+                            self.lead + [{"role": "assistant", "content": _REASONING + marker + _CONTENT}])
+            if r.error or _CONTENT not in r.text or _REASONING in r.text:
+                continue
+            partners = pair_of(marker)
+            opener = partners[0] if partners else ""
+            self.r_open, self.r_close, self.r_mode = opener, marker, "tagged" if opener else "implicit"
+            i = r.text.find(_CONTENT)
+            self.add("reasoning close", marker, control.label, label, (i, i + len(_CONTENT)),
+                     "A marker from the template's own text: an answer whose content holds reasoning and this marker "
+                     "is rendered with the reasoning cut away (the template drops earlier reasoning).")
+            if opener:
+                self.add("reasoning open", opener, "", label, (0, 0), "Derived from the close by spelling.")
+            self.notes.append(f"The chat template renders no reasoning, but cuts it off at {marker!r}; the reasoning "
+                              + (f"open {opener!r} is derived from it by spelling." if opener else "has no opener."))
+            return
 
     def _split_anchor_at(self, at: int) -> None:
         """The generation prompt holds the reasoning opener: the anchor must end before it."""
@@ -955,11 +1002,14 @@ class _Analysis:
         between = post1[:args_at]
         after = post1[args_end:]
         close_marker = self._call_close(after, sep, parallel)
-        open_pattern = (self._head_re(call_head) if call_head else "") + self._name_regex(name_group, between) + _esc_index(between)
+        call_head, name_re, between, with_id = self._name_or_id(call_head, self._name_regex(name_group, between), between)
+        open_pattern = (self._head_re(call_head) if call_head else "") + name_re + _esc_index(between)
         if not call_head:
             open_pattern = r"^\s*" + open_pattern
-        spec = {"open_pattern": open_pattern, "repeats": True, "content": "json",
-                "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}}
+        function = {"name": "{name}", "arguments": "{content}"}
+        transform = {"type": "function", "id": "{id}", "function": function} if with_id else {
+            "type": "function", "function": function}
+        spec = {"open_pattern": open_pattern, "repeats": True, "content": "json", "transform": transform}
         lookahead = _lookahead(self.ends)
         if close_marker:
             spec["close_pattern"] = (r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)' + _esc(close_marker) + r"\s*"
@@ -974,6 +1024,25 @@ class _Analysis:
         explain = (f"Tool calls: {call_head!r} + NAME + {between!r}, then the arguments as a JSON object"
                    + (f", closed by {close_marker!r}." if close_marker else ", closed by the next call or the end."))
         return spec, kind, explain
+
+    def _name_or_id(self, call_head: str, name_re: str, between: str) -> tuple[str, str, str, bool]:
+        """Where the template writes the call's id instead of its name, capture the id and the name inside it.
+
+        The sample calls carry ids of the form ``functions.NAME:INDEX`` when the opaque ones are not rendered with
+        the name; if that id is what the call starts with, the drafted pattern captures it whole as ``id`` and the
+        name inside it (the namespace optional, the index any number).
+        Returns (call head, name regex, text after the name, whether an id is captured).
+        """
+        style = self.call_style.get("one call")
+        if not style or style[2] != "namespaced":
+            return call_head, name_re, between, False
+        prefix, suffix = "functions.", ":0"
+        if call_head.endswith(prefix) and between.startswith(suffix):
+            group = r"(?P<id>(?:" + regex.escape(prefix) + r")?" + name_re + r":\d+)"
+            self.notes.append("The call is written with its id (functions.NAME:INDEX), not its name: the draft "
+                              "captures the id and reads the name from it.")
+            return call_head[:-len(prefix)], group, between[len(suffix):], True
+        return call_head, name_re, between, False
 
     def _head_re(self, call_head: str) -> str:
         """The call head as a regex; where the answer's own opener starts the same way (``>>>all`` against a call's
