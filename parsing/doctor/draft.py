@@ -28,14 +28,14 @@ from __future__ import annotations
 import copy
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
 import regex
 
 from .chat_render import RenderError, RenderTimeout, render_chat, special_tokens_map
 from .textdiff import (common_prefix, common_suffix, first_marker, is_marker, last_marker, pair_of, safe_cut,
-                       safe_cut_forward, tokens)
+                       tokens)
 
 __all__ = ["Draft", "DraftError", "Evidence", "Rendering", "SampleCheck", "draft_template", "DEFAULT_TIME_BUDGET"]
 
@@ -213,14 +213,6 @@ def _call(name: str, args: Any, call_id: str | None) -> dict:
     if call_id is not None:
         out = {"id": call_id, **out}
     return out
-
-
-def _find(text: str, needle: str) -> int:
-    return text.find(needle) if needle else -1
-
-
-def _strip_markers(text: str) -> str:
-    return text.strip()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -414,6 +406,7 @@ class _Analysis:
             self.content_close = end
             end = after_tokens[1] if len(after_tokens) > 1 else ""
         self.stops = [end] if end else []
+        self.turn_has_end = bool(end)
         if end:
             ends.append(end)
             s = self.L + i + len(_CONTENT) + after.find(end)
@@ -513,7 +506,8 @@ class _Analysis:
         else:
             # Nothing before the reasoning in the turn: the prompt opens it, or there is no opener at all.
             opener = ""
-            for candidate in pair_of(close_first := (tokens(close, self.special) or [""])[0]) if close else ():
+            close_token = (tokens(close, self.special) or [""])[0] if close else ""
+            for candidate in pair_of(close_token) if close_token else ():
                 at = self.P.rfind(candidate, self.anchor_span[0])
                 if at >= 0:
                     opener = candidate
@@ -613,6 +607,11 @@ class _Analysis:
             off = self.render(f"prompt, {var}=False", f"the prompt with {var}=False", self.lead, gen=True, **{var: False})
             if on.error or off.error or on.text == off.text:
                 continue
+            # The start anchor must not hold what the switch changes: end it where the two prompts part.
+            part = safe_cut(on.text, common_prefix(on.text, off.text), self.special)
+            g0, g1 = self.anchor_span
+            if self.P in (on.text, off.text) and g0 < part < g1:
+                self._split_anchor_at(part)
             tail_on, tail_off = self._gen_tail(on.text), self._gen_tail(off.text)
             self.switch = {"variable": var, "on": tail_on, "off": tail_off}
             self.format["thinking_switch"] = dict(self.switch)
@@ -860,7 +859,6 @@ class _Analysis:
                 parallel = None
                 self.notes.append("Two calls do not render as the first call plus an inserted second one; parallel "
                                   "calls are drafted as repeated single calls.")
-        ends = self.ends
         # H1: a JSON object holding the name (per call, or a JSON list of them)
         spec = self._json_native(block, name, head, section_open, sep, post1, parallel is not None)
         if spec:
@@ -1220,7 +1218,11 @@ class _Analysis:
         if self.r_open or self.r_close or self.r_mode == "implicit":
             spec: dict[str, Any] = {}
             if self.r_mode == "implicit":
-                spec["open_pattern"] = "^"
+                # at the very start, unless the output starts with the answer's opener or a call
+                others = [r"\s*" + _esc(self.content_open)] if self.content_open else []
+                if self.tc_field and "open_pattern" in self.tc_field:
+                    others.append(self.tc_field["open_pattern"].lstrip("^"))
+                spec["open_pattern"] = "^" + ("(?!" + "|".join(others) + ")" if others else "")
             elif self.r_open:
                 spec["open_pattern"] = r"^\s*" + regex.escape(self.r_open)
             if self.r_close:
@@ -1289,8 +1291,9 @@ class _Analysis:
             after_call = text[len(one.text):text.rfind(_RESULT)]
             one_turn = self.tool_turn(one) or ""
             marker = first_marker(after_call, self.special)
-            if marker and is_marker(marker, self.special) and marker not in self.ends and not any(
-                    e in one_turn for e in self.ends):
+            anchor_head = first_marker(self.anchor, self.special)
+            if marker and is_marker(marker, self.special) and marker not in self.ends and marker != anchor_head \
+                    and not any(e in one_turn for e in self.ends):
                 self.ends.append(marker)
                 self.stops.append(marker)
                 s = len(one.text) + after_call.find(marker)
@@ -1317,7 +1320,7 @@ class _Analysis:
     def samples(self) -> list[tuple[str, str, str, dict, tuple]]:
         """(label, prefix label, output, expected message, fields) for every sample the template renders."""
         out = []
-        P = self.P
+
         def add(label, message, fields):
             output = self.output_of(self.renderings.get(label), False)
             if output is None:
