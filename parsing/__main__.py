@@ -6,6 +6,8 @@
   from the template's own delimiters for each way real model output goes wrong (cut by the token limit, a
   close tag inside a JSON string, a marker named in the answer, ...), one shot and chunked.
 - ``lint TEMPLATE`` prints the lint warnings (`parsing.doctor.lint`).
+- ``draft CHAT_TEMPLATE.jinja`` drafts a response template from a chat template and prints it as JSON
+  (`parsing.doctor.draft_cli`; exit 0, or 2 with the reason when the chat template cannot be analysed).
 
 Each prints a readable report (``--json`` for JSON) and exits:
 
@@ -169,7 +171,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``check``, ``probe``, ``lint``)."""
+    """The argument parser (subcommands ``check``, ``probe``, ``lint``, ``draft``)."""
     parser = argparse.ArgumentParser(prog="python -m parsing", description="Response-template tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run a JSONL test suite against a template (exit 0 pass, 1 fail, "
@@ -205,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--strict", action="store_true", help="count findings of severity info too")
     li.add_argument("--json", action="store_true", help="print the report as JSON")
     li.set_defaults(run=_lint)
+    from .doctor.draft_cli import add_subcommand as add_draft
+
+    add_draft(sub)
     return parser
 
 

@@ -25,7 +25,7 @@ import gradio as gr
 import parsing
 from parsing.streams import replay_chunks, tokenish_chunks
 
-from . import backends, guard, policy, reference, remote_panel, render
+from . import backends, draft_panel, guard, policy, reference, remote_panel, render
 from .export import export_template, fresh_export_dir
 from .limits import Limits, cut_message
 from .reference import reference_check
@@ -419,7 +419,11 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                         download = gr.DownloadButton("Download zip", visible=False, elem_id="download")
             with gr.Column(scale=2):
                 lib_choices = ["(skeleton)", "(tokenizer's own / best match)"] + library_choices(families)
-                lib_dd = gr.Dropdown(lib_choices, value=None, label="Load a library template", elem_id="library-template")
+                with gr.Row(equal_height=True):
+                    lib_dd = gr.Dropdown(lib_choices, value=None, label="Load a library template", scale=3,
+                                         elem_id="library-template")
+                    draft_open = draft_panel.draft_button()
+                draft_parts = draft_panel.draft_layout(draft_open)
                 template = gr.Code(value=initial_template, language="json", label="Response template", lines=22,
                                    max_lines=40, elem_id="template")
                 template_status = gr.HTML(render.template_status_html(None), elem_id="template-status")
@@ -777,6 +781,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                            load_model=lambda name: backends.load_model(name, trust_remote_code),
                            trust_remote_code=trust_remote_code, safe=_safe)
         demo.panel_context = ctx
+        draft_panel.wire_draft_panel(draft_parts, ctx)
         doctor = _doctor_module()
         if doctor is not None and doctor_tab is not None:
             with doctor_tab:

@@ -1,0 +1,129 @@
+"""``python -m parsing draft``: draft a response template from a chat template (see `parsing.doctor.draft`).
+
+Usage::
+
+    python -m parsing draft CHAT_TEMPLATE.jinja [--special-tokens TOKENIZER_FOLDER] [--report]
+    python -m parsing draft --tokenizer TOKENIZER_FOLDER [--report]
+
+Prints the drafted response template as JSON on stdout and exits 0; with ``--report`` the whole draft
+(template, per-field confidence, evidence, sample checks, notes). Exits 2 with the reason on stderr when
+the chat template cannot be read or analysed.
+
+A tokenizer folder is read as files, never executed: its chat template comes from ``chat_template.jinja``
+or the ``chat_template`` key of ``tokenizer_config.json`` (a list of named templates: the ``default``
+one), its special tokens from ``tokenizer_config.json`` (``bos_token``, ``eos_token``,
+``added_tokens_decoder``) and ``special_tokens_map.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_UNUSABLE = 0, 2
+
+__all__ = ["add_subcommand", "read_chat_template", "read_special_tokens", "run"]
+
+
+class _Unusable(Exception):
+    """An input the command cannot use; the message is printed as is."""
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _Unusable(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _Unusable(f"{path} is not JSON: {exc}") from None
+
+
+def read_chat_template(folder: Path) -> str:
+    """The chat template of a saved tokenizer folder (``chat_template.jinja``, else ``tokenizer_config.json``).
+
+    Raises ``_Unusable`` (a ValueError-like message for the user) when the folder has none."""
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        try:
+            return jinja.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _Unusable(f"cannot read {jinja}: {exc}") from None
+    config = folder / "tokenizer_config.json"
+    if not config.is_file():
+        raise _Unusable(f"{folder} has neither chat_template.jinja nor tokenizer_config.json")
+    template = _read_json(config).get("chat_template")
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default") or next(iter(named.values()), None)
+    if not isinstance(template, str) or not template.strip():
+        raise _Unusable(f"{config} has no chat_template")
+    return template
+
+
+def read_special_tokens(folder: Path) -> dict:
+    """The special tokens of a saved tokenizer folder, as a map `draft_template` accepts (files only)."""
+    out: dict[str, Any] = {}
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):
+        path = folder / name
+        if path.is_file():
+            data = _read_json(path)
+            if isinstance(data, dict):
+                for key, value in data.items():
+                    if key.endswith("_token") or key in ("additional_special_tokens", "added_tokens_decoder",
+                                                        "extra_special_tokens"):
+                        out.setdefault(key, value)
+    if not out and not folder.is_dir():
+        raise _Unusable(f"{folder} is not a tokenizer folder")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``draft`` subcommand; returns the exit status."""
+    from .draft import DraftError, draft_template
+
+    try:
+        if args.tokenizer:
+            folder = Path(args.tokenizer)
+            if not folder.is_dir():
+                raise _Unusable(f"{folder} is not a folder")
+            chat_template = read_chat_template(folder)
+            special = read_special_tokens(folder)
+        else:
+            if not args.chat_template:
+                raise _Unusable("give a chat template file, or --tokenizer FOLDER")
+            path = Path(args.chat_template)
+            try:
+                chat_template = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _Unusable(f"cannot read chat template {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            special = read_special_tokens(Path(args.special_tokens)) if args.special_tokens else None
+        draft = draft_template(chat_template, special_tokens=special, time_budget=args.time_budget)
+    except _Unusable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except DraftError as exc:
+        print(f"error: the chat template cannot be analysed: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    out = draft.to_dict() if args.report else draft.template
+    print(json.dumps(out, ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
+def add_subcommand(sub: Any) -> None:
+    """Register ``draft`` on an argparse subparsers object."""
+    p = sub.add_parser("draft", help="draft a response template from a chat template (exit 0 JSON on stdout, 2 when "
+                                     "it cannot be analysed)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("chat_template", nargs="?", help="a chat template file (.jinja)")
+    p.add_argument("--special-tokens", metavar="TOKENIZER_FOLDER",
+                   help="read bos/eos and the added tokens from a saved tokenizer folder")
+    p.add_argument("--tokenizer", metavar="FOLDER", help="read the chat template and special tokens from a saved "
+                                                          "tokenizer folder (instead of CHAT_TEMPLATE)")
+    p.add_argument("--report", action="store_true", help="print the whole draft: template, confidence, evidence, "
+                                                         "sample checks, notes")
+    p.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds for rendering and checking (default 20)")
+    p.set_defaults(run=run)
