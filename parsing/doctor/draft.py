@@ -235,6 +235,7 @@ class _Analysis:
         self.tools = copy.deepcopy(tools) if tools else _TOOLS
         self.section_close = ""
         self.second_call = None
+        self.call_wrappers: list[str] = []
         self.call_style: dict[str, Any] = {}   # how calls render: content key, argument encoding, id shape
         self.system_ok = True
 
@@ -729,8 +730,9 @@ class _Analysis:
                 block2 = turn2[p:len(turn2) - (len(turn1) - end)]
                 parallel = (label2, block2, name_b)
         fields = self._tool_candidates(label1, block1, name_a, parallel)
-        for spec, kind, explain in fields:
+        for spec, kind, explain, wrappers in fields:
             self.tc_field, self.format["arguments"] = spec, kind
+            self.call_wrappers = list(wrappers)
             if self._calls_parse_back(parallel is not None):
                 self.format["tool_calls"] = kind
                 self.notes.append(explain)
@@ -860,14 +862,14 @@ class _Analysis:
                 self.notes.append("Two calls do not render as the first call plus an inserted second one; parallel "
                                   "calls are drafted as repeated single calls.")
         # H1: a JSON object holding the name (per call, or a JSON list of them)
-        spec = self._json_native(block, name, head, section_open, sep, post1, parallel is not None)
-        if spec:
-            out.append(spec)
         # H2..H5: the name outside, then the arguments
-        for builder in (self._name_then_json, self._name_then_tags, self._name_then_object, self._name_then_python):
+        for builder in (self._json_native, self._name_then_json, self._name_then_tags, self._name_then_object,
+                        self._name_then_python):
+            self.call_wrappers = []
             spec = builder(block, name, head, section_open, sep, post1, parallel is not None)
             if spec:
-                out.append(spec)
+                out.append((*spec, list(self.call_wrappers)))
+        self.call_wrappers = []
         return out
 
     # Argument readings ----------------------------------------------------------------------------------
@@ -967,7 +969,11 @@ class _Analysis:
                      "Written between two calls.")
 
     def _name_parts(self, block, name, head, section_open, parallel):
-        """(call head regex, name group, what follows the name) for a name written outside the arguments."""
+        """(call head, name group) for a name written outside the arguments.
+
+        A head made of several whitespace-separated markers (``<tool_call>\n<function=``) opens the call with its
+        last one; the earlier ones are wrappers (consumed as closes of the answer), so that two calls written in
+        one wrapper still parse."""
         call_head = head.strip() if parallel else block[:block.find(name)].strip()
         if parallel and section_open.strip() and not head.strip():
             call_head = ""
@@ -1073,8 +1079,26 @@ class _Analysis:
             section_close = first_marker(rest, self.special)
             if section_close and is_marker(section_close, self.special) and section_close not in self.ends:
                 self.section_close = section_close
-            return tail.strip()
+            return self._split_tail(tail.strip())
         return first_marker(after, self.special) if after.strip() else ""
+
+    def _split_tail(self, tail: str) -> str:
+        return tail
+
+    def _optional_wrappers(self, call_head: str, close_marker: str) -> tuple[str, str, list[str], list[str]]:
+        """Split a multi-marker head (``<tool_call>\n<function=``) and close (``</function>\n</tool_call>``) into the
+        call's own marker and the wrappers around it, so that the drafted patterns accept the wrappers as optional
+        (a model may write two calls in one wrapper, or drop the inner close).
+
+        Returns (head, close, wrappers before, wrappers after)."""
+        before, after = [], []
+        pieces = call_head.split()
+        if len(pieces) > 1 and all(is_marker(p, self.special) for p in pieces[:-1]):
+            before, call_head = pieces[:-1], pieces[-1]
+        pieces = close_marker.split()
+        if len(pieces) > 1 and all(is_marker(p, self.special) for p in pieces[1:]):
+            close_marker, after = pieces[0], pieces[1:]
+        return call_head, close_marker, before, after
 
     def _name_then_tags(self, block, name, head, section_open, sep, post1, parallel):
         k1, k2 = "arg_one", "arg_two"
@@ -1106,20 +1130,37 @@ class _Analysis:
         tail = rest[len(value_suffix):]
         call_head, name_group = self._name_parts(block, name, head, section_open, parallel)
         close_marker = self._call_close(tail, sep, parallel)
+        call_head, close_marker, wrap_before, wrap_after = self._optional_wrappers(call_head, close_marker)
         key_re = r"(?P<key>[^\s<>=\"']+?)" if not key_prefix.strip().endswith('"') else r'(?P<key>[^"]+?)'
+        # A value ends only where the next argument or the call's close follows: the value's own end tag
+        # written inside a value (code that prints "</parameter>") does not cut it.
+        follows = [_esc(key_prefix.strip())] if key_prefix.strip() else []
+        follows += [_esc(m) for m in [close_marker] + wrap_after if m]
+        follows.append("$")
         tag_pattern = (_esc_exact_ws(key_prefix.lstrip()) + key_re + _esc_exact_ws(kv1) + r"(?P<value>.*?)"
-                       + _esc_exact_ws(value_suffix.rstrip()) + (regex.escape("") if value_suffix.strip() else ""))
-        if not value_suffix.strip():
-            tag_pattern += r"(?=" + _esc(key_prefix.strip() or "\n") + r"|$)"
-        open_pattern = (self._head_re(call_head) if call_head else r"^\s*") + name_group + _esc_index(name_suffix.rstrip() or "")
-        if not name_suffix.strip():
-            open_pattern += r"(?=\s*" + regex.escape(key_prefix.strip()[:1] or "\n") + ")" if key_prefix.strip() else ""
+                       + _esc_exact_ws(value_suffix.rstrip()) + r"(?=\s*(?:" + "|".join(follows) + "))")
+        wrappers_re = "".join(r"(?:" + _esc(w) + r"\s*)?" for w in wrap_before)
+        open_pattern = (wrappers_re + (self._head_re(call_head) if call_head else r"^\s*") + name_group
+                        + _esc_index(name_suffix.rstrip() or ""))
+        # a call needs a body: an argument or its close right after the name (a tag named in prose is not a call)
+        body = [_esc(key_prefix.strip())] if key_prefix.strip() else []
+        body += [_esc(m) for m in [close_marker] + wrap_after if m]
+        if body:
+            open_pattern += r"(?=\s*(?:" + "|".join(body) + "))"
         spec = {"open_pattern": open_pattern, "repeats": True, "content": "xml-inline",
                 "content_args": {"tag_pattern": tag_pattern},
                 "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}}
         lookahead = _lookahead(self.ends)
         if close_marker:
-            spec["close_pattern"] = _esc(close_marker) + r"\s*" + ("|" + lookahead if lookahead else "")
+            # the call closes only after a complete argument (or right after the name): not inside a value;
+            # its wrapper close may follow, or stand alone when the model drops the call's own close
+            behind = [_esc(value_suffix.strip())] if value_suffix.strip() else []
+            behind.append(regex.sub(r"\(\?P<\w+>", "(?:", open_pattern.split("(?=")[0]).lstrip("^"))
+            closing = _esc(close_marker) + "".join(r"(?:\s*" + _esc(w) + ")?" for w in wrap_after)
+            if wrap_after:
+                closing = "(?:" + closing + "|" + _esc(wrap_after[0]) + ")"
+            spec["close_pattern"] = ("(?<=(?:" + "|".join(behind) + r")\s*)" + closing + r"\s*"
+                                     + ("|" + lookahead if lookahead else ""))
         elif lookahead:
             spec["close_pattern"] = lookahead
         self._record_call_markers(spec, call_head, close_marker, section_open, sep)
@@ -1262,6 +1303,7 @@ class _Analysis:
         sec_close = getattr(self, "section_close", "")
         if sec_close:
             out.append(sec_close)
+        out.extend(w for w in self.call_wrappers if w not in out)
         return out
 
     def after_tool_anchor(self) -> None:
