@@ -467,6 +467,8 @@ class _Analysis:
             self._reasoning_from_prefill()
         if not self.r_open and not self.r_close:
             self._reasoning_from_literals()
+        if self.r_open and self.prefill.strip().startswith(self.r_open) and self.r_close not in self.prefill:
+            self.r_mode = "forced"  # the generation prompt opens the reasoning: the model starts inside it
         if self.r_open or self.r_close:
             self.format["reasoning"] = {"open": self.r_open, "close": self.r_close, "mode": self.r_mode}
         else:
@@ -933,7 +935,7 @@ class _Analysis:
         out: dict[str, Any] = {}
         body_start = r"\[" if list_json else r"\{"
         if open_marker:
-            out["open_pattern"] = r"\s*" + _esc(open_marker) + r"(?=\s*" + body_start + ")"
+            out["open_pattern"] = _esc(open_marker) + r"(?=\s*" + body_start + ")"
         else:
             # a bare JSON call: only at the start of the output, so that JSON in an answer stays content
             out["open_pattern"] = r"^\s*(?=" + body_start + (r"\s*\"" + regex.escape(name_key) + '"' if json_object else "") + ")"
@@ -946,22 +948,25 @@ class _Analysis:
                 close = (r"(?<=" + opener + r'(?:[^"\\]|"(?:[^"\\]|\\.)*")*)' + close)
             out["close_pattern"] = close + r"\s*" + ("|" + lookahead if lookahead else "")
         elif lookahead:
-            out["close_pattern"] = lookahead
+            # No close of its own: the call ends with the turn; a special token right after the closing bracket
+            # (an end token other than the one the template writes) also ends it, and is consumed.
+            closing = r"\]" if list_json else r"\}"
+            out["close_pattern"] = lookahead + r"|(?<=" + closing + r")\s*<\|[^|<>\s]{1,40}\|>"
         return out
 
     def _record_call_markers(self, spec, open_marker, close_marker, section_open, sep) -> None:
         label, offset = self.block_offset
         text = self.renderings[label].text
         if open_marker:
-            s = text.find(open_marker, offset)
+            s = max(0, text.find(open_marker, offset))
             self.add("tool-call open", open_marker, "empty answer", label, (s, s + len(open_marker)),
                      "Written before the call: the difference between an empty answer and one call.")
         if close_marker:
-            s = text.find(close_marker, offset)
+            s = max(0, text.find(close_marker, offset))
             self.add("tool-call close", close_marker, "empty answer", label, (s, s + len(close_marker)),
                      "Written after the call.")
         if section_open.strip():
-            s = text.find(section_open.strip(), offset)
+            s = max(0, text.find(section_open.strip(), offset))
             self.add("tool section open", section_open.strip(), "one call", "two calls", (s, s + len(section_open.strip())),
                      "Written once before all calls: shared by one and two calls, not repeated per call.")
         if sep.strip():
@@ -1262,7 +1267,7 @@ class _Analysis:
                 # at the very start, unless the output starts with the answer's opener or a call
                 others = [r"\s*" + _esc(self.content_open)] if self.content_open else []
                 if self.tc_field and "open_pattern" in self.tc_field:
-                    others.append(self.tc_field["open_pattern"].lstrip("^"))
+                    others.append(r"\s*" + self.tc_field["open_pattern"].lstrip("^"))
                 spec["open_pattern"] = "^" + ("(?!" + "|".join(others) + ")" if others else "")
             elif self.r_open:
                 spec["open_pattern"] = r"^\s*" + regex.escape(self.r_open)
