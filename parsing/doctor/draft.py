@@ -1024,7 +1024,8 @@ class _Analysis:
             spec["close_pattern"] = (r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)' + _esc(close_marker) + r"\s*"
                                      + ("|" + lookahead if lookahead else ""))
         else:
-            nxt = r"(?=" + _esc(call_head) + ")" if call_head else ""
+            # the next call's head ends this call, but not inside one of its JSON strings
+            nxt = (r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)(?=' + _esc(call_head) + ")") if call_head else ""
             spec["close_pattern"] = "|".join(x for x in (nxt, lookahead) if x) or None
             if spec["close_pattern"] is None:
                 del spec["close_pattern"]
@@ -1220,7 +1221,12 @@ class _Analysis:
                 "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}}
         lookahead = _lookahead(self.ends)
         if close_marker:
-            spec["close_pattern"] = _esc(close_marker) + r"\s*" + ("|" + lookahead if lookahead else "")
+            # the close counts only outside the delimited strings of the arguments
+            outside = ""
+            if d_open and d_close:
+                o, c = regex.escape(d_open), regex.escape(d_close)
+                outside = r"(?<=\{(?:(?!" + o + ").|" + o + r"(?:(?!" + c + ").)*" + c + ")*)"
+            spec["close_pattern"] = outside + _esc(close_marker) + r"\s*" + ("|" + lookahead if lookahead else "")
         elif lookahead:
             spec["close_pattern"] = lookahead
         self._record_call_markers(spec, call_head, close_marker, section_open, sep)
@@ -1271,6 +1277,12 @@ class _Analysis:
                 spec["open_pattern"] = "^" + ("(?!" + "|".join(others) + ")" if others else "")
             elif self.r_open:
                 spec["open_pattern"] = r"^\s*" + regex.escape(self.r_open)
+                if self.switch and self.r_close and any(self.switch[k].strip() == self.r_close for k in ("on", "off")):
+                    # the prompt may end with the reasoning close alone (thinking switched off): at the start it
+                    # opens (and at once closes) an empty reasoning block, so it is consumed, not shown as text;
+                    # later in the answer it stays text
+                    spec["open_pattern"] = (r"^\s*(?:" + regex.escape(self.r_open) + "|(?=" + regex.escape(self.r_close)
+                                            + "))")
             if self.r_close:
                 spec["close_pattern"] = regex.escape(self.r_close) + r"\s*" + ("|" + lookahead if lookahead else "")
             elif lookahead:
@@ -1286,11 +1298,6 @@ class _Analysis:
         for extra in self._call_wrappers():
             if extra and extra not in closes:
                 closes.append(extra)
-        # a reasoning close the prompt pre-fills alone (thinking switched off) is consumed, never shown
-        if self.switch and self.r_close:
-            for state in ("on", "off"):
-                if self.switch[state].strip() == self.r_close and self.r_close not in closes:
-                    closes.append(self.r_close)
         content: dict[str, Any] = {}
         if closes:
             content["close"] = closes if len(closes) > 1 else closes[0]

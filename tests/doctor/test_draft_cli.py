@@ -54,7 +54,7 @@ def test_tokenizer_folder_and_special_tokens(tmp_path, capsys):
     # a named set of chat templates: the default one
     (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": [
         {"name": "tool_use", "template": "{{ raise_exception('not this one') }}"},
-        {"name": "default", "template": fam.chat_template()}]}), encoding="utf-8")
+        {"name": "default", "template": fam.chat_template()}], "bos_token": "<s>"}), encoding="utf-8")
     assert main(["draft", "--tokenizer", str(folder)]) == 0
     capsys.readouterr()
 
