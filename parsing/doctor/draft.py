@@ -180,10 +180,16 @@ class Draft:
 def _esc(text: str) -> str:
     """A regex for ``text`` in which every whitespace run may be any whitespace (or none)."""
     out = []
-    for piece in regex.split(r"(\s+)", text):
+    pieces = regex.split(r"(\s+)", text)
+    for i, piece in enumerate(pieces):
         if not piece:
             continue
-        out.append(r"\s*" if piece.isspace() else regex.escape(piece))
+        if piece.isspace():
+            before = pieces[i - 1][-1:] if i > 0 else ""
+            after = pieces[i + 1][:1] if i + 1 < len(pieces) else ""
+            out.append(r"\s*")
+        else:
+            out.append(regex.escape(piece))
     return "".join(out)
 
 
@@ -950,8 +956,9 @@ class _Analysis:
         elif lookahead:
             # No close of its own: the call ends with the turn; a special token right after the closing bracket
             # (an end token other than the one the template writes) also ends it, and is consumed.
-            closing = r"\]" if list_json else r"\}"
-            out["close_pattern"] = lookahead + r"|(?<=" + closing + r")\s*<\|[^|<>\s]{1,40}\|>"
+            opener, closing = (r"\[", r"\]") if list_json else (r"\{", r"\}")
+            out["close_pattern"] = (lookahead + r"|(?<=" + opener + r'(?:[^"\\]|"(?:[^"\\]|\\.)*")*' + closing
+                                    + r")\s*<\|\w+\|>")
         return out
 
     def _record_call_markers(self, spec, open_marker, close_marker, section_open, sep) -> None:
@@ -1021,8 +1028,11 @@ class _Analysis:
         spec = {"open_pattern": open_pattern, "repeats": True, "content": "json", "transform": transform}
         lookahead = _lookahead(self.ends)
         if close_marker:
+            # outside the arguments' strings; a model that drops the close ends the call at the next marker
             spec["close_pattern"] = (r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)' + _esc(close_marker) + r"\s*"
-                                     + ("|" + lookahead if lookahead else ""))
+                                     + ("|" + lookahead if lookahead else "")
+                                     + r'|(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*\})(?!\s*' + _esc(close_marker)
+                                     + r")(?=\s*<[^\s<>]{1,40}>)")
         else:
             # the next call's head ends this call, but not inside one of its JSON strings
             nxt = (r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)(?=' + _esc(call_head) + ")") if call_head else ""
@@ -1165,6 +1175,9 @@ class _Analysis:
             closing = _esc(close_marker) + "".join(r"(?:\s*" + _esc(w) + ")?" for w in wrap_after)
             if wrap_after:
                 closing = "(?:" + closing + "|" + _esc(wrap_after[0]) + ")"
+            if self.section_close and self.section_close not in wrap_after:
+                # a model that drops the call's close still ends it with the tool section
+                closing = "(?:" + closing + "|(?=" + _esc(self.section_close) + "))"
             spec["close_pattern"] = ("(?<=(?:" + "|".join(behind) + r")\s*)" + closing + r"\s*"
                                      + ("|" + lookahead if lookahead else ""))
         elif lookahead:
@@ -1290,7 +1303,7 @@ class _Analysis:
             if "open_pattern" in spec:
                 fields["reasoning_content"] = spec
         if self.tc_field:
-            fields["tool_calls"] = self.tc_field
+            fields["tool_calls"] = copy.deepcopy(self.tc_field)
         closes = list(self.ends)
         for extra in (self.content_open, self.content_close):
             if extra and extra not in closes:
@@ -1299,10 +1312,21 @@ class _Analysis:
             if extra and extra not in closes:
                 closes.append(extra)
         content: dict[str, Any] = {}
-        if closes:
+        wrappers = [c for c in closes if c not in self.ends]
+        if wrappers:
+            # wrapper tokens are consumed with the blanks after them (no whitespace-only answer between blocks);
+            # the end of the turn is consumed alone
+            content["close_pattern"] = "|".join([regex.escape(w) + r"\s*" for w in wrappers]
+                                                + [regex.escape(e) for e in self.ends])
+        elif closes:
             content["close"] = closes if len(closes) > 1 else closes[0]
         content.update({"repeats": True, "join": ""})
         fields["content"] = content
+        for name, spec in fields.items():
+            close = spec.get("close_pattern") if name != "content" else None
+            if close and "|" in close:
+                # every way of closing swallows the whitespace after it (nothing blank is streamed as content)
+                spec["close_pattern"] = "(?:" + close + r")\s*"
         anchors = [self.anchor] + [a for a in getattr(self, "extra_anchors", []) if a != self.anchor]
         return {"defaults": {"role": "assistant"}, "start_anchor": anchors if len(anchors) > 1 else anchors[0],
                 "fields": fields}

@@ -41,10 +41,12 @@ def test_chatml_with_json_calls_and_reasoning():
         "defaults": {"role": "assistant"},
         "start_anchor": "<|im_start|>assistant\n",
         "fields": {
-            "reasoning_content": {"open_pattern": r"^\s*<think>", "close_pattern": r"</think>\s*|(?=<\|im_end\|>)"},
+            # every way of closing swallows the blanks after it; a lookahead on <|im_end|> ends a cut region
+            "reasoning_content": {"open_pattern": r"^\s*<think>", "close_pattern": r"(?:</think>\s*|(?=<\|im_end\|>))\s*"},
             "tool_calls": {
                 "open_pattern": r"<tool_call>(?=\s*\{)",
-                "close_pattern": r'(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)</tool_call>\s*|(?=<\|im_end\|>)',
+                # </tool_call> inside a JSON string does not close the call
+                "close_pattern": r'(?:(?<=\{(?:[^"\\]|"(?:[^"\\]|\\.)*")*)</tool_call>\s*|(?=<\|im_end\|>))\s*',
                 "repeats": True, "content": "json",
                 "transform": {"type": "function", "function": "{content}"}},
             "content": {"close": "<|im_end|>", "repeats": True, "join": ""},

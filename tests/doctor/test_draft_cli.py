@@ -45,7 +45,8 @@ def test_tokenizer_folder_and_special_tokens(tmp_path, capsys):
     assert main(["draft", "--tokenizer", str(folder), "--report"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["renderings"]["prompt"]["text"].startswith("<｜begin▁of▁sentence｜>")
-    assert out["template"]["fields"]["content"]["close"][0] == "<｜end▁of▁sentence｜>"
+    # the answer ends at the eos the tokenizer names (the template writes it after every answer)
+    assert out["template"]["fields"]["content"]["close_pattern"].endswith("<｜end▁of▁sentence｜>")
     # the same through a chat template file plus --special-tokens
     jinja = tmp_path / "ct.jinja"
     jinja.write_text(fam.chat_template(), encoding="utf-8")

@@ -53,3 +53,18 @@ def test_every_difference_is_better_or_explained(agreement, family_name):
                    if not r.agrees and not r.better and f"`{r.transcript_id}`" not in section]
     assert not unexplained, (f"{family_name}: differences between the draft and the library template not explained "
                              f"in NOTES.md ({NOTES_SECTION}): {unexplained}")
+
+
+def test_readme_draft_table_is_current():
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    sys.path.insert(0, str(scripts))
+    try:
+        import draft_report
+    finally:
+        sys.path.remove(str(scripts))
+    readme = draft_report.README.read_text(encoding="utf-8")
+    block = readme[readme.index(draft_report.BEGIN) + len(draft_report.BEGIN):readme.index(draft_report.END)]
+    assert block.strip() == draft_report.table().strip(), "run .venv/bin/python scripts/draft_report.py --update"
