@@ -180,16 +180,9 @@ class Draft:
 def _esc(text: str) -> str:
     """A regex for ``text`` in which every whitespace run may be any whitespace (or none)."""
     out = []
-    pieces = regex.split(r"(\s+)", text)
-    for i, piece in enumerate(pieces):
-        if not piece:
-            continue
-        if piece.isspace():
-            before = pieces[i - 1][-1:] if i > 0 else ""
-            after = pieces[i + 1][:1] if i + 1 < len(pieces) else ""
-            out.append(r"\s*")
-        else:
-            out.append(regex.escape(piece))
+    for piece in regex.split(r"(\s+)", text):
+        if piece:
+            out.append(r"\s*" if piece.isspace() else regex.escape(piece))
     return "".join(out)
 
 
