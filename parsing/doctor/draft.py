@@ -196,8 +196,26 @@ def _esc_exact_ws(text: str) -> str:
     return "".join(out)
 
 
+_ID_RE = r"[^\s\[\]<>{}()\"',:=]*"  # a call id the model writes (echoed by the template from the message)
+
+
 def _esc_index(text: str) -> str:
-    """As `_esc`, with every run of digits allowed to be any number (call indexes: ``:0``, ``"0"``)."""
+    """As `_esc`, with every run of digits allowed to be any number (call indexes: ``:0``, ``"0"``), and the sample
+    calls' opaque ids (which the template echoes from the message) allowed to be any id."""
+    parts = regex.split("(" + _ID_A + "|" + _ID_B + ")", text)
+    if len(parts) > 1:
+        out = ""
+        for i in range(0, len(parts) - 1, 2):
+            # the marker that introduces the id, and the id, are optional: a model may leave the id out
+            pieces = tokens(parts[i])
+            while pieces and not pieces[-1].strip():
+                pieces.pop()
+            if pieces and is_marker(pieces[-1]):
+                lead = "".join(pieces[:-1])
+                out += _esc_index(lead) + "(?:" + _esc_index(parts[i][len(lead):]) + _ID_RE + ")?"
+            else:
+                out += _esc_index(parts[i]) + _ID_RE
+        return out + _esc_index(parts[-1])
     return regex.sub(r"\d+", lambda m: "\x00", _esc(regex.sub(r"\d+", "0", text))).replace("\x00", r"\d+") \
         if regex.search(r"\d", text) else _esc(text)
 

@@ -112,6 +112,37 @@ def test_tagged_arguments_are_drafted_as_xml_inline_and_typed_by_the_schema():
     assert msg["tool_calls"][0]["function"]["arguments"] == {"zip": "a</arg_value> b"}
 
 
+# Bracket markers; each call echoes the message's id between its name and its arguments.
+ECHOED_ID = (
+    "{{ bos_token }}{%- for m in messages %}"
+    "{%- if m.role == 'user' %}{{ '[INST]' + m.content + '[/INST]' }}"
+    "{%- elif m.role == 'assistant' %}{{ m.content or '' }}"
+    "{%- for c in m.tool_calls or [] %}{{ '[TOOL_CALLS]' + c.function.name + '[CALL_ID]' + c.id + '[ARGS]'"
+    " + c.function.arguments | tojson }}{%- endfor %}{{ eos_token }}"
+    "{%- elif m.role == 'tool' %}{{ '[TOOL_RESULTS]' + m.tool_call_id + '[TOOL_CONTENT]' + m.content + '[/TOOL_RESULTS]' }}"
+    "{%- endif %}{%- endfor %}"
+)
+
+
+def test_an_echoed_call_id_is_any_id_and_optional():
+    d = draft_template(ECHOED_ID, special_tokens={"bos_token": "<s>", "eos_token": "</s>"})
+    tc = d.template["fields"]["tool_calls"]
+    _load_both(d.template)
+    assert "kq3x9zt2w" not in tc["open_pattern"]  # the sample call's id is not part of the format
+    assert d.format["parallel_calls"] is True
+    prefix = "<s>[INST]q[/INST]"
+    want = [{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}},
+            {"type": "function", "function": {"name": "g", "arguments": {}}}]
+    for out in ('[TOOL_CALLS]f[CALL_ID]Ab12Cd34e[ARGS]{"x": 1}[TOOL_CALLS]g[CALL_ID]zz9[ARGS]{}</s>',
+                '[TOOL_CALLS]f[ARGS]{"x": 1}[TOOL_CALLS]g[ARGS]{}</s>'):
+        msg = parsing.parse_response(out, d.template, prefix=prefix)
+        assert msg == {"role": "assistant", "tool_calls": want}, out
+    # after a tool result the model answers too
+    msg = parsing.parse_response("Done.</s>", d.template, prefix=prefix + '[TOOL_CALLS]f[ARGS]{"x": 1}</s>'
+                                 "[TOOL_RESULTS]id1[TOOL_CONTENT]2[/TOOL_RESULTS]")
+    assert msg == {"role": "assistant", "content": "Done."}
+
+
 def test_thinking_switch_and_prefilled_empty_block():
     tpl = CHATML.replace("{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
                          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
