@@ -62,7 +62,7 @@ def main(argv=None) -> None:
                     remotes=args.remotes, allow_any_remote=args.allow_any_remote)
     demo.queue(default_concurrency_limit=args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, state_session_capacity=limits.max_sessions,
-                **launch_kwargs())
+                max_file_size="2mb" if limits.public else None, **launch_kwargs())
 
 
 if __name__ == "__main__":

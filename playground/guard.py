@@ -163,6 +163,11 @@ class SessionRegistry:
         if state is not None and hasattr(state, "drop_run"):
             state.drop_run()
 
+    def hashes(self) -> list[str]:
+        """Session hashes with a registered state or a cancel event."""
+        with self._lock:
+            return list(set(self._states) | set(self._cancel))
+
     def total_bytes(self) -> int:
         """What the registered sessions hold, as last measured."""
         with self._lock:
@@ -174,6 +179,63 @@ class SessionRegistry:
 
 
 SESSIONS = SessionRegistry()
+
+CLOSED_GRACE_S = 60  # a closed page's session is forgotten this long after its last request
+JANITOR_EVERY_S = 15
+
+
+def sweep(demo: Any, now: float | None = None) -> int:
+    """Forget Gradio sessions whose page closed more than `CLOSED_GRACE_S` ago, or that were idle longer than
+    the session time-to-live; returns how many. Gradio itself keeps a closed session an hour and an idle one
+    until 10,000 newer ones exist, with a copy of every component's last value (a 200 KB paste, its timeline
+    and message: about 1 MB a session)."""
+    holder = getattr(demo, "state_holder", None)
+    if holder is None:
+        return 0
+    import datetime
+
+    now_dt = datetime.datetime.now() if now is None else datetime.datetime.fromtimestamp(now)
+    gone = []
+    with holder.lock:
+        for h, state in list(holder.session_data.items()):
+            last = holder.time_last_used.get(h)
+            idle = (now_dt - last).total_seconds() if last is not None else 0.0
+            if (getattr(state, "is_closed", False) and idle > CLOSED_GRACE_S) or idle > _LIMITS.session_ttl:
+                holder.session_data.pop(h, None)
+                holder.time_last_used.pop(h, None)
+                gone.append((h, state))
+    for h, state in gone:
+        for value in list(getattr(state, "state_data", {}).values()):
+            if hasattr(value, "drop_run"):
+                value.drop_run()
+        SESSIONS.leave(h)
+    with holder.lock:
+        known = set(holder.session_data)
+    for h in SESSIONS.hashes():  # evicted by Gradio's own capacity limit
+        if h not in known:
+            SESSIONS.leave(h)
+    return len(gone)
+
+
+def start_janitor(demo: Any) -> threading.Thread:
+    """Run `sweep` on ``demo`` every `JANITOR_EVERY_S` seconds in a daemon thread (until the process ends)."""
+    ref = weakref.ref(demo)
+
+    def loop():
+        while True:
+            time.sleep(JANITOR_EVERY_S)
+            blocks = ref()
+            if blocks is None:
+                return
+            try:
+                sweep(blocks)
+            except Exception:  # noqa: BLE001 - housekeeping must never take the server down
+                pass
+            del blocks
+
+    thread = threading.Thread(target=loop, name="session-janitor", daemon=True)
+    thread.start()
+    return thread
 
 
 def request_budget() -> RequestBudget:

@@ -793,6 +793,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     # Every handler (the Doctor's too): repaired text in and out, a message for any failure, session upkeep.
     guard.protect(demo, {status: lambda m: _status(m, "error"), template_status: render.template_status_html,
                          export_status: lambda m: _status(m, "error")})
+    guard.start_janitor(demo)  # closed and expired sessions forgotten, with Gradio's copies of their values
     return demo
 
 

@@ -9,9 +9,13 @@ killed and replaced, and the caller gets `WorkerTimeout` at once.
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
+import pickle
 import queue
+import select
+import struct
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -36,6 +40,56 @@ class WorkerFailed(RuntimeError):
     def __init__(self, type_name: str, message: str):
         self.type_name, self.message = type_name, message
         super().__init__(f"{type_name}: {message}")
+
+
+_FRAME = struct.Struct("<Q")  # length prefix of each pickled message on the pipes
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _Pipe:
+    """Length-prefixed pickles over a pair of file descriptors (a worker's stdin/stdout)."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd, self.write_fd = read_fd, write_fd
+
+    def send(self, obj: Any) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(_FRAME.pack(len(data)) + data)
+        while view:
+            view = view[os.write(self.write_fd, view):]
+
+    def _read(self, n: int) -> bytes:
+        parts = []
+        while n:
+            part = os.read(self.read_fd, min(n, 1 << 20))
+            if not part:
+                raise EOFError("the other end closed the pipe")
+            parts.append(part)
+            n -= len(part)
+        return b"".join(parts)
+
+    def recv(self) -> Any:
+        (n,) = _FRAME.unpack(self._read(_FRAME.size))
+        return pickle.loads(self._read(n))
+
+    def poll(self, timeout: float) -> bool:
+        return bool(select.select([self.read_fd], [], [], max(0.0, timeout))[0])
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _serve_stdio() -> None:
+    """Entry point of a worker process: serve requests on stdin/stdout (see `_serve`)."""
+    preload = tuple(filter(None, os.environ.get("PLAYGROUND_WORKER_PRELOAD", "").split(",")))
+    limit = int(os.environ.get("PLAYGROUND_WORKER_MEMORY_MB", "0")) or None
+    conn = _Pipe(sys.stdin.fileno(), os.dup(sys.stdout.fileno()))
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the pipe
+    _serve(conn, preload, limit)
 
 
 def _serve(conn, preload: tuple[str, ...], memory_limit_mb: int | None) -> None:
@@ -73,35 +127,54 @@ def _serve(conn, preload: tuple[str, ...], memory_limit_mb: int | None) -> None:
 
 
 class _Worker:
-    def __init__(self, mp, preload: tuple[str, ...], memory_limit_mb: int | None):
-        self.conn, child = mp.Pipe()
-        self.process = mp.Process(target=_serve, args=(child, preload, memory_limit_mb), daemon=True,
-                                  name="playground-worker")
-        self.process.start()
-        child.close()
+    """One worker: a fresh Python process (``python -c ...``, so nothing of the server's main module runs in
+    it) speaking `_Pipe` on its stdin/stdout."""
+
+    def __init__(self, preload: tuple[str, ...], memory_limit_mb: int | None):
+        env = dict(os.environ, PLAYGROUND_WORKER_PRELOAD=",".join(preload),
+                   PLAYGROUND_WORKER_MEMORY_MB=str(memory_limit_mb or 0))
+        code = f"import sys; sys.path.insert(0, {_ROOT!r}); from playground.workers import _serve_stdio; _serve_stdio()"
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        env=env, close_fds=True)
+        self.conn = _Pipe(self.process.stdout.fileno(), self.process.stdin.fileno())
         self.ready = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def kill(self) -> None:
         try:
             self.process.kill()
-            self.process.join(timeout=5)
+            self.process.wait(timeout=5)
         except Exception:  # noqa: BLE001 - already gone
             pass
-        self.conn.close()
+        self._close_pipes()
 
     def stop(self) -> None:
         try:
             self.conn.send(None)
-            self.process.join(timeout=2)
+            self.process.wait(timeout=2)
         except Exception:  # noqa: BLE001
             pass
-        if self.process.is_alive():
+        if self.alive():
             self.kill()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 class WorkerPool:
-    """``size`` worker processes (spawned, so no lock of the server's threads is inherited) that run
-    picklable module-level functions with a deadline.
+    """``size`` worker processes (fresh interpreters, so no lock of the server's threads is inherited) that
+    run picklable module-level functions with a deadline.
 
     Args:
         size: workers, i.e. calls that can run at once; more callers wait for a free worker (that wait
@@ -116,7 +189,6 @@ class WorkerPool:
         self.size = max(1, int(size))
         self.preload = tuple(preload)
         self.memory_limit_mb = memory_limit_mb
-        self._mp = multiprocessing.get_context("spawn")
         self._idle: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._started = False
@@ -133,7 +205,7 @@ class WorkerPool:
                 self._idle.put(self._new())
 
     def _new(self) -> _Worker:
-        return _Worker(self._mp, self.preload, self.memory_limit_mb)
+        return _Worker(self.preload, self.memory_limit_mb)
 
     def call(self, fn: Callable, *args: Any, timeout: float, cancel: threading.Event | None = None,
              startup_timeout: float = 120.0) -> Any:
@@ -165,7 +237,7 @@ class WorkerPool:
             self._replace(worker)
             raise
         except (EOFError, OSError, BrokenPipeError):
-            code = worker.process.exitcode
+            code = worker.process.poll()
             self._replace(worker)
             raise WorkerFailed("WorkerDied", f"the worker process ended (exit code {code})") from None
         if self._closed:
@@ -198,7 +270,7 @@ class WorkerPool:
                 raise WorkerTimeout(budget)
             if worker.conn.poll(min(left, POLL_S)):
                 return
-            if not worker.process.is_alive() and not worker.conn.poll(0):
+            if not worker.alive() and not worker.conn.poll(0):
                 raise EOFError
 
     def _replace(self, worker: _Worker) -> None:
@@ -212,7 +284,7 @@ class WorkerPool:
     def alive(self) -> list[int]:
         """Process ids of the workers currently idle (for tests)."""
         with self._idle.mutex:
-            return [w.process.pid for w in self._idle.queue if w.process.is_alive()]
+            return [w.pid for w in self._idle.queue if w.alive()]
 
     def close(self) -> None:
         """Stop every idle worker; busy ones are killed when their call ends."""

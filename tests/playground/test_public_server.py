@@ -1,0 +1,230 @@
+"""Load and abuse test (issue #10): the app as a public server on loopback, driven with `gradio_client`.
+
+Concurrent sessions send the hostile inputs of the issue (a nested catastrophic value parser, a slow delimiter on
+a long paste, an oversized paste, lone surrogates and deep nesting, server paths in the template editor and the
+model box) while other sessions parse normal outputs. Asserted: the normal sessions keep answering within a
+bound, every hostile request gets a clear message quickly, the server's memory grows by at most the per-session
+bound for 200 KB runs, and no answer names a server path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUDGET = 5.0  # the public default
+PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+TEMPLATE = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n", "fields": {
+    "reasoning_content": {"open": "<think>", "close": "</think>"},
+    "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
+                   "transform": {"type": "function", "function": "{content}"}},
+    "content": {"close": "<|im_end|>"}}}
+NESTED = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n", "fields": {
+    "args": {"open": "<x>", "close": "</x>", "content": "xml-inline", "content_args": {
+        "tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+        "value_parser": {"name": "xml-inline", "args": {"tag_pattern": "(?P<key>k)(?P<value>(a|aa)+z)"}}}},
+    "content": {"close": "<|im_end|>"}}}
+SLOW = {"start_anchor": "X", "fields": {"x": {"open_pattern": "(a|aa)+z", "close": "</x>"}, "content": {}}}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from gradio_client import Client
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
+    env.pop("SPACE_ID", None)
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "app.py", "--public", "--port", str(port), "--request-budget",
+                                 str(BUDGET), "--reference-budget", "4", "--workers", "2"],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            Client(url, verbose=False).close()
+            break
+        except Exception:  # noqa: BLE001 - not up yet
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the app did not start:\n" + log.read_text()[-3000:])
+            time.sleep(1)
+    yield proc, url
+    proc.kill()
+    proc.wait(timeout=30)
+
+
+def _browser_predict(url: str, api_name: str, data: list) -> list:
+    """Call an endpoint the way the page does, with JSON escapes (``\\ud800``): a lone surrogate is valid JSON
+    text and browsers send it, while `gradio_client` cannot encode one."""
+    import uuid
+
+    import httpx
+
+    config = httpx.get(url + "config", timeout=30).json()
+    dep = next(d for d in config["dependencies"] if d.get("api_name") == api_name.lstrip("/"))
+    states = {c["id"] for c in config["components"] if c.get("type") == "state"}
+    values = iter(data)
+    full = [None if i in states else next(values) for i in dep["inputs"]]
+    session = uuid.uuid4().hex
+    body = json.dumps({"data": full, "fn_index": dep["id"], "session_hash": session, "event_data": None,
+                       "trigger_id": None}, ensure_ascii=True)
+    joined = httpx.post(url + "gradio_api/queue/join", content=body, timeout=30,
+                        headers={"Content-Type": "application/json"})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={session}", timeout=120) as stream:
+        for line in stream.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            msg = json.loads(line[5:])
+            if msg.get("msg") == "process_completed":
+                assert msg.get("success"), msg  # a bare "Error" on the page is an unsuccessful completion
+                return msg["output"]["data"]
+    raise AssertionError("no completion")
+
+
+def _texts(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(k) + _texts(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+def _server_paths() -> list[str]:
+    import tempfile
+
+    return [ROOT, os.path.realpath(ROOT), sys.prefix, os.path.expanduser("~") + "/", "site-packages",
+            tempfile.gettempdir() + "/"]
+
+
+def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
+    from gradio_client import Client
+
+    proc, url = server
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"api_key": "sk-NOT-FOR-YOU", "user": "admin"}))
+    answers: dict[str, list] = {}
+
+    def session(name, calls):
+        client = Client(url, verbose=False)
+        out = []
+        try:
+            for api, args in calls:
+                t0 = time.monotonic()
+                result = client.predict(*args, api_name=api)
+                out.append((api, args, result, time.monotonic() - t0))
+        finally:
+            client.close()
+        answers[name] = out
+
+    normal = [("/paste_parse", ('<think>ok</think>Hello<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+                                f"<|im_end|> {i}", PREFIX, "", json.dumps(TEMPLATE))) for i in range(6)]
+    deep = '{"name": "f", "arguments": ' + "[" * 300 + "]" * 300 + "}"
+    jobs = {
+        "normal-1": normal, "normal-2": normal,
+        "nested-1": [("/paste_parse", ("<x><p>k" + "a" * 60 + "yz</p></x>done<|im_end|>", "", "",
+                                       json.dumps(NESTED)))] * 2,
+        "nested-2": [("/paste_parse", ("<x><p>k" + "a" * 60 + "yz</p></x>done<|im_end|>", "", "",
+                                       json.dumps(NESTED)))] * 2,
+        "slow": [("/paste_parse", (("a" * 24 + " ") * 208, "", "", json.dumps(SLOW)))],
+        "huge": [("/paste_parse", ("x" * 300_000, "", "", json.dumps(TEMPLATE)))],
+        "editor": [("/on_template", (str(secret), "")), ("/on_template", ("/no/such/dir/key.json", ""))],
+        "models": [("/load", (name,)) for name in (str(tmp_path), str(secret), "/etc", "/no/such/model",
+                                                    "../../etc", "x" * 5000, "gpt2")],
+    }
+    odd = "<think>a\ud800b</think>\udfff<tool_call>" + deep + "</tool_call><|im_end|>"
+    with ThreadPoolExecutor(len(jobs) + 1) as pool:
+        odd_answer = pool.submit(_browser_predict, url, "/paste_parse", [odd, PREFIX, "", json.dumps(TEMPLATE)])
+        list(pool.map(lambda kv: session(*kv), jobs.items()))
+        answers["odd"] = [("/paste_parse", (odd,), odd_answer.result(), 0.0)]
+
+    for name in ("normal-1", "normal-2"):
+        for _api, _args, result, took in answers[name]:
+            assert "Parsed" in result[0], result[0]
+            assert took < 30, f"{name} waited {took:.1f} s while hostile sessions ran"
+    for name in ("nested-1", "nested-2"):
+        for _api, _args, result, took in answers[name]:
+            assert took < 30
+            shown = " ".join(_texts(result))
+            # The nested pattern's own budget fired (a region error naming it), or, with the CPU shared by the
+            # other sessions, the request's budget stopped the parse first: both say so on the page.
+            assert ("value_parser.args.tag_pattern" in shown and "took longer than" in shown) or \
+                f"Stopped after {BUDGET:g} s" in result[0], result[0]
+    (_, _, slow, took), = answers["slow"]
+    assert took < 30 and f"Stopped after {BUDGET:g} s" in slow[0] and "python app.py" in slow[0]
+    (_, _, huge, _), = answers["huge"]
+    assert "300,000 characters" in huge[0] and "at most 262,144" in huge[0]
+    (_, _, odd, _), = answers["odd"]
+    assert "Parsed" in odd[0] and "\ufffd" in odd[1]  # the lone surrogates shown as U+FFFD, no bare "Error"
+    json.dumps(odd, ensure_ascii=False).encode("utf-8")
+    for _api, _args, result, _ in answers["editor"]:
+        shown = " ".join(_texts(result))
+        assert "api_key" not in shown and "NOT-FOR-YOU" not in shown  # the text is JSON, never a path to read
+        assert "not valid JSON" in result[0]
+    refusals = set()
+    for _api, (name,), result, _ in answers["models"]:
+        from playground.policy import shown as shown_name
+
+        refusals.add(result[0].replace(shown_name(name), "NAME"))
+        assert len(result[0]) < 1000
+    long_name = [r for _a, (n,), r, _ in answers["models"] if len(n) == 5000][0][0]
+    assert "at most 200 characters" in long_name
+    assert len(refusals) == 2, refusals  # one answer for every path or id, one for the over-long name
+    for name, calls in answers.items():
+        for _api, args, result, _ in calls:
+            for text in _texts(result):
+                for path in _server_paths():
+                    assert path not in text or any(path in str(a) for a in args), (name, path, text[:300])
+
+
+def test_memory_per_session_stays_bounded(server):
+    from gradio_client import Client
+
+    proc, url = server
+    raw = "<think>" + " ".join(f"word{i % 97}" for i in range(30_000)) + "</think>Done.<|im_end|>"
+    assert 200_000 < len(raw) < 240_000
+    warm = Client(url, verbose=False)
+    assert "Parsed" in warm.predict(raw, PREFIX, "", json.dumps(TEMPLATE), api_name="/paste_parse")[0]
+    warm.close()
+    time.sleep(3)
+    before = _rss_mb(proc.pid)
+    clients = []
+    n = 8
+    for _ in range(n):
+        client = Client(url, verbose=False)
+        status = client.predict(raw, PREFIX, "", json.dumps(TEMPLATE), api_name="/paste_parse")[0]
+        assert "Parsed" in status, status
+        clients.append(client)
+    time.sleep(3)
+    grown = _rss_mb(proc.pid) - before
+    # 3 MB kept per session (run, parse, and Gradio's copies of the page's values), plus allocator slack; it
+    # was 38 MB per session before runs were kept compactly.
+    assert grown < 3 * n + 100, f"{grown:.0f} MB for {n} sessions"
+    for client in clients:
+        client.close()
