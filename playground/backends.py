@@ -55,7 +55,7 @@ class LoadedModel:
 
 
 # Loaded models shared by all sessions: one entry per resolved model (and trust-remote-code switch), at most
-# `policy.configure(max_loaded=...)` of them, least recently used evicted first.
+# `set_max_loaded(n)` of them, least recently used evicted first.
 _CACHE = policy.ModelCache(max_loaded=None)
 _ACTIVE = 0
 _ACTIVE_LOCK = threading.Lock()
