@@ -120,6 +120,7 @@ class SessionRegistry:
         if session_hash is None:
             return None
         with self._lock:
+            self._used[session_hash] = time.monotonic()
             return self._cancel.setdefault(session_hash, threading.Event())
 
     def touch(self, session_hash: str | None, state: Any) -> None:
@@ -163,10 +164,22 @@ class SessionRegistry:
         if state is not None and hasattr(state, "drop_run"):
             state.drop_run()
 
-    def hashes(self) -> list[str]:
-        """Session hashes with a registered state or a cancel event."""
+    def expire(self, max_idle: float) -> int:
+        """Forget sessions not seen for ``max_idle`` seconds (e.g. evicted by Gradio without a goodbye); their
+        runs are dropped, nothing is cancelled (no request of theirs is running). Returns how many."""
+        cutoff = time.monotonic() - max_idle
         with self._lock:
-            return list(set(self._states) | set(self._cancel))
+            old = [h for h, t in self._used.items() if t < cutoff]
+            refs = [self._states.pop(h, None) for h in old]
+            for h in old:
+                self._used.pop(h, None)
+                self._sizes.pop(h, None)
+                self._cancel.pop(h, None)
+        for ref in refs:
+            state = ref() if ref is not None else None
+            if state is not None and hasattr(state, "drop_run"):
+                state.drop_run()
+        return len(old)
 
     def total_bytes(self) -> int:
         """What the registered sessions hold, as last measured."""
@@ -209,11 +222,7 @@ def sweep(demo: Any, now: float | None = None) -> int:
             if hasattr(value, "drop_run"):
                 value.drop_run()
         SESSIONS.leave(h)
-    with holder.lock:
-        known = set(holder.session_data)
-    for h in SESSIONS.hashes():  # evicted by Gradio's own capacity limit
-        if h not in known:
-            SESSIONS.leave(h)
+    SESSIONS.expire(_LIMITS.session_ttl)  # sessions Gradio evicted for capacity, which never say goodbye
     return len(gone)
 
 

@@ -109,3 +109,37 @@ def test_size_limits_say_how_to_run_without_them():
     assert f"{limits.max_paste_chars + 1:,} characters" in text and "python app.py" in text
     Limits.private().check_size("The pasted output", "x" * 10**7, "max_paste_chars")  # no limit privately
     json.dumps(text)
+
+
+def test_work_stops_when_the_client_leaves():
+    """The unload handler calls `SESSIONS.leave`: the session's cancel event stops its parse and its worker."""
+    import threading
+    import time
+
+    from parsing.streams import tokenish_chunks
+    from playground import reference
+    from playground.session import SKELETON_TEMPLATE, ParseView, Run, Session, parse_run, template_to_text
+
+    registry = guard.SessionRegistry()
+    cancel = registry.cancel_event("abc")
+    sess = Session()
+    run = Run(prefix="", chunks=tokenish_chunks("<think>" + "word " * 20_000), template_text=template_to_text(
+        SKELETON_TEMPLATE))
+    sess.keep(run, None, None)
+    registry.touch("abc", sess)
+    threading.Timer(0.2, registry.leave, args=("abc",)).start()
+    t0 = time.monotonic()
+    with pytest.raises(RequestCancelled):
+        for _ in range(1000):  # far more work than 0.2 s
+            parse_run(run, budget=RequestBudget(None, cancel))
+    assert time.monotonic() - t0 < 5
+    assert sess.run is None and len(registry) == 0  # its run was freed with it
+
+    slow = {"start_anchor": "X", "fields": {"x": {"open_pattern": "(a|aa)+$", "close": "</x>"}, "content": {}}}
+    stuck = Run(prefix="", chunks=("a" * 60 + "b",), template_text=json.dumps(slow))
+    gone = threading.Event()
+    threading.Timer(0.5, gone.set).start()
+    reference.warm_up()
+    t0 = time.monotonic()
+    chk = reference.reference_check(stuck, ParseView(final=True), budget=60, cancel=gone)
+    assert chk["skipped"] == "reference check cancelled" and time.monotonic() - t0 < 5

@@ -38,7 +38,7 @@ def test_run_checks_stop_at_the_request_budget_with_a_local_command():
             offload.bounded(offload.checks_job, json.dumps(slow), run.prefix, run.chunks.text,
                             list(run.chunks.ends), None, 3, what="The run checks",
                             local="python -m parsing check template.json cases.jsonl")
-        assert time.monotonic() - t0 < 1.0 + 3
+        assert time.monotonic() - t0 < 2 * 1.0 + 10  # a free worker, then the budget; slack for a loaded machine
         assert "The run checks stopped after 1 s" in str(info.value)
         assert "python -m parsing check" in str(info.value) and "python app.py" in str(info.value)
         report = offload.bounded(offload.checks_job, TPL, "", "hi<|im_end|>", [2, 12], None, 2, what="x", local="y")

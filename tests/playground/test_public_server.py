@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from playground.remote_panel import LOCAL  # the model box's own machine, not a remote server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUDGET = 5.0  # the public default
 PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
@@ -155,7 +157,7 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
         "slow": [("/paste_parse", (("a" * 24 + " ") * 208, "", "", json.dumps(SLOW)))],
         "huge": [("/paste_parse", ("x" * 300_000, "", "", json.dumps(TEMPLATE)))],
         "editor": [("/on_template", (str(secret), "")), ("/on_template", ("/no/such/dir/key.json", ""))],
-        "models": [("/load", (name,)) for name in (str(tmp_path), str(secret), "/etc", "/no/such/model",
+        "models": [("/load", (name, LOCAL, "")) for name in (str(tmp_path), str(secret), "/etc", "/no/such/model",
                                                     "../../etc", "x" * 5000, "gpt2")],
     }
     odd = "<think>a\ud800b</think>\udfff<tool_call>" + deep + "</tool_call><|im_end|>"
@@ -188,12 +190,12 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
         assert "api_key" not in shown and "NOT-FOR-YOU" not in shown  # the text is JSON, never a path to read
         assert "not valid JSON" in result[0]
     refusals = set()
-    for _api, (name,), result, _ in answers["models"]:
+    for _api, (name, _backend, _url), result, _ in answers["models"]:
         from playground.policy import shown as shown_name
 
         refusals.add(result[0].replace(shown_name(name), "NAME"))
         assert len(result[0]) < 1000
-    long_name = [r for _a, (n,), r, _ in answers["models"] if len(n) == 5000][0][0]
+    long_name = [r for _a, (n, _b, _u), r, _ in answers["models"] if len(n) == 5000][0][0]
     assert "at most 200 characters" in long_name
     assert len(refusals) == 2, refusals  # one answer for every path or id, one for the over-long name
     for name, calls in answers.items():

@@ -53,7 +53,7 @@ def test_reference_check_runs_transformers_in_a_worker_killed_at_its_deadline():
     t0 = time.monotonic()
     chk = reference_check(run, ParseView(final=True), budget=1.0)  # a view without our timeout: the reference runs
     took = time.monotonic() - t0
-    assert took < 1.0 + 2, took
+    assert took < 1.0 + 10, took  # the deadline, then the kill (slack for a loaded machine)
     assert chk["skipped"] == ("reference check skipped: the transformers parser exceeded the time budget "
                               "(1s) on this template")
     assert not chk["differences"] and chk["ref_error"] is None
@@ -81,5 +81,5 @@ def test_reference_tag_patterns_cannot_pin_a_core():
 
     t0 = time.monotonic()
     chk = reference_check(run, ParseView(final=True, message=view.message), budget=1.5)
-    assert time.monotonic() - t0 < 1.5 + 2
+    assert time.monotonic() - t0 < 1.5 + 10  # the deadline, then the kill (slack for a loaded machine)
     assert "exceeded the time budget" in chk["skipped"]
