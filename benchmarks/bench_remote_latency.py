@@ -28,17 +28,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-# Armed once the new run's first update (the prompt alone, no chunk marks) replaced the previous timeline.
+# Gradio morphs the timeline HTML in place, and its progress timer mutates the component too: arm once the new
+# run's first update (the prompt alone: no chunk marks) is on screen, then take the first update with a chunk mark.
 OBSERVE = """() => {
+  if (window.__observer) window.__observer.disconnect();
   window.__firstDraw = null;
   let armed = false;
-  const tl = document.querySelector('#timeline');
+  const root = document.querySelector('#timeline');
   const seen = () => {
-    const marks = tl.querySelector('span.cs');
-    if (!marks) { armed = true; return; }
-    if (armed && !window.__firstDraw) window.__firstDraw = performance.timeOrigin + performance.now();
+    const marked = !!root.querySelector('.tl span.cs');
+    if (!marked && root.querySelector('.tl')) armed = true;
+    else if (marked && armed && !window.__firstDraw) window.__firstDraw = performance.timeOrigin + performance.now();
   };
-  new MutationObserver(seen).observe(tl, {childList: true, subtree: true, characterData: true});
+  window.__observer = new MutationObserver(seen);
+  window.__observer.observe(root, {childList: true, subtree: true, characterData: true, attributes: true});
 }"""
 
 

@@ -191,10 +191,11 @@ def _visuals(view, check=None, start=None, window=render.TIMELINE_MAX_CHARS, pre
 
 
 class _Throttle:
-    """True at most once per ``interval`` seconds (and on the first call)."""
+    """True at most once per ``interval`` seconds (and on the first call, unless ``first`` is False: then
+    not before ``interval`` has passed)."""
 
-    def __init__(self, interval: float):
-        self.interval, self.last = interval, 0.0
+    def __init__(self, interval: float, first: bool = True):
+        self.interval, self.last = interval, 0.0 if first else time.perf_counter()
 
     def __call__(self) -> bool:
         now = time.perf_counter()
@@ -516,7 +517,9 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 gen = src.stream(prompt, stop_event=stop_event, **sampling) if src else \
                     backends.stream_generate(lm, prompt, stop_event=stop_event, **sampling)
                 view = None
-                throttle = _Throttle(PREVIEW_INTERVAL)
+                # The first chunk draws the timeline alone: the chat and message previews (the page's heaviest
+                # rendering) follow at the preview interval, so the first update reaches the screen sooner.
+                throttle = _Throttle(PREVIEW_INTERVAL, first=False)
                 try:
                     for view in _stream(live, gen, record, times):
                         if view.final:

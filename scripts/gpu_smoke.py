@@ -13,7 +13,7 @@ update, and peak GPU memory.  Generation is greedy and never stops early (no end
 sides produce exactly N tokens.
 
     .venv/bin/python scripts/gpu_smoke.py                 # CUDA: ~0.5B Qwen3; CPU: tiny Llama
-    .venv/bin/python scripts/gpu_smoke.py --size builtin  # the built-in model itself (the CPU target)
+    .venv/bin/python scripts/gpu_smoke.py --size builtin --threads 1  # the built-in model (the CPU target)
     .venv/bin/python scripts/gpu_smoke.py --size tiny --tokens 300 --json
     .venv/bin/python scripts/gpu_smoke.py --no-spaces     # as if the `spaces` package were not installed
 
@@ -57,8 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=2, help="runs of each side; the fastest counts (default 2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: 1 on CPU, where OpenMP threads spinning against other "
-                        "processes on a shared machine can slow generate tenfold; unchanged on CUDA)")
+                   help="torch CPU threads for every thread (OMP_NUM_THREADS); on a machine shared with other "
+                        "work, 1 avoids OpenMP threads spinning against other processes")
     p.add_argument("--no-spaces", action="store_true", help="hide the `spaces` package before importing the app")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     return p.parse_args(argv)
@@ -95,20 +95,29 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def bare_generate(lm, prompt: str, n: int) -> tuple[float, int, str]:
-    """(seconds, tokens, decoded text) of one bare greedy ``generate`` of ``n`` tokens."""
+def bare_generate(lm, prompt: str, n: int) -> tuple[float, int, str, float]:
+    """(seconds, tokens, decoded text, process CPU seconds) of one bare greedy ``generate`` of ``n`` tokens,
+    run in a thread of its own like the pipeline's generate."""
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(_bare_generate(lm, prompt, n)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+def _bare_generate(lm, prompt: str, n: int) -> tuple[float, int, str, float]:
     import torch
 
     inputs = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(lm.model.device)
     _sync()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         out = lm.model.generate(**inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False,
                                 pad_token_id=lm.tokenizer.pad_token_id)
     _sync()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     new = out[0, inputs["input_ids"].shape[-1]:]
-    return elapsed, int(new.shape[-1]), lm.tokenizer.decode(new, skip_special_tokens=False)
+    return elapsed, int(new.shape[-1]), lm.tokenizer.decode(new, skip_special_tokens=False), cpu
 
 
 def pipeline(lm, prompt: str, n: int, template_text: str) -> dict:
@@ -122,7 +131,7 @@ def pipeline(lm, prompt: str, n: int, template_text: str) -> dict:
     updates = 0
     first_update = None
     stop = threading.Event()
-    t0 = time.perf_counter()
+    t0, c0, own0 = time.perf_counter(), time.process_time(), time.thread_time()
     gen = backends.stream_generate(lm, prompt, max_new_tokens=n, temperature=0, seed=0, stop_event=stop)
     try:
         for view in ui._stream(live, gen, record, times):
@@ -135,10 +144,11 @@ def pipeline(lm, prompt: str, n: int, template_text: str) -> dict:
     finally:
         gen.close()
     ui._visuals(live.view())  # the final state, drawn in full
+    own = time.thread_time() - own0  # this thread: parsing and rendering (waiting for chunks costs no CPU)
     _sync()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     text = "".join(record)
-    return {"seconds": elapsed, "text": text, "chunks": len(record), "updates": updates,
+    return {"seconds": elapsed, "cpu_seconds": cpu, "consumer_cpu_seconds": own, "text": text, "chunks": len(record), "updates": updates,
             "first_chunk_s": times[0] if times else None, "first_update_s": first_update,
             "parse_errors": len(live.view().errors), "chars": len(text)}
 
@@ -147,13 +157,17 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.no_spaces:
         sys.modules["spaces"] = None  # `import spaces` now raises ImportError, as when it is not installed
+    if args.threads:
+        # OpenMP's thread count is per thread: torch.set_num_threads in this thread would not reach the thread
+        # that runs generate in the pipeline, so set it for every thread before torch starts
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import torch
 
     from playground import backends
 
     on_cuda = backends.cuda_available()
-    if args.threads or not on_cuda:
-        torch.set_num_threads(args.threads or 1)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     size = args.size if args.size != "auto" else ("0.5b" if on_cuda else "tiny")
     work = Path(tempfile.mkdtemp(prefix="gpu-smoke-"))
     try:
@@ -180,7 +194,10 @@ def main(argv=None) -> dict:
                 torch.cuda.reset_peak_memory_stats()
             bare_runs.append(bare_generate(lm, prompt, n))
             pipe_runs.append(pipeline(lm, prompt, n, template_text))
-        bare_s, bare_tokens, bare_text = min(bare_runs)
+        bare_s, bare_tokens, bare_text, _ = min(bare_runs)
+        bare_cpu = min(r[3] for r in bare_runs)
+        pipe_cpu = min(r["cpu_seconds"] for r in pipe_runs)
+        consumer_cpu = min(r["consumer_cpu_seconds"] for r in pipe_runs)
         pipe = min(pipe_runs, key=lambda r: r["seconds"])
         bare_tps, pipe_tps = bare_tokens / bare_s, n / pipe["seconds"]
         params = sum(p.numel() for p in lm.model.parameters())
@@ -198,6 +215,15 @@ def main(argv=None) -> dict:
             "bare_tokens_per_s": round(bare_tps, 1),
             "pipeline_tokens_per_s": round(pipe_tps, 1),
             "overhead_percent": round(100 * (1 - pipe_tps / bare_tps), 1),
+            # CPU seconds of the whole process (both threads), fastest run of each side: on a machine shared
+            # with other work this is steadier than wall-clock throughput
+            "bare_cpu_s": round(bare_cpu, 2),
+            "pipeline_cpu_s": round(pipe_cpu, 2),
+            "cpu_overhead_percent": round(100 * (pipe_cpu / bare_cpu - 1), 1),
+            # the pipeline's own work (parser + rendering, the consumer thread's CPU) per bare generation second:
+            # what it takes from generation when both compete for one core
+            "consumer_cpu_s": round(consumer_cpu, 3),
+            "consumer_share_percent": round(100 * consumer_cpu / bare_s, 1),
             "bare_ttft_ms": round(1000 * bare_ttft, 1),
             "pipeline_first_chunk_ms": round(1000 * pipe["first_chunk_s"], 1) if pipe["first_chunk_s"] else None,
             "pipeline_first_update_ms": round(1000 * pipe["first_update_s"], 1) if pipe["first_update_s"] else None,
@@ -225,7 +251,10 @@ def main(argv=None) -> dict:
         print(f"pipeline      : {r['pipeline_tokens_per_s']:8.1f} tokens/s  ({r['pipeline_chunks']} chunks, "
               f"{r['pipeline_updates']} drawn updates, {r['parse_errors']} parse errors, "
               f"{'same text as bare' if r['same_text_as_bare'] else 'TEXT DIFFERS FROM BARE'})")
-        print(f"overhead      : {r['overhead_percent']:.1f} % of bare throughput")
+        print(f"overhead      : {r['overhead_percent']:.1f} % of bare throughput; CPU time {r['pipeline_cpu_s']} s vs "
+              f"{r['bare_cpu_s']} s bare ({r['cpu_overhead_percent']:+.1f} %)")
+        print(f"parser+render : {r['consumer_cpu_s']} s CPU in the consumer thread = {r['consumer_share_percent']} % "
+              f"of the bare generation time")
         print(f"first token   : bare {r['bare_ttft_ms']} ms · pipeline first chunk {r['pipeline_first_chunk_ms']} ms"
               f" · first drawn update {r['pipeline_first_update_ms']} ms")
         print(f"peak GPU mem  : {r['peak_gpu_memory_mib']} MiB" if r["peak_gpu_memory_mib"] is not None

@@ -147,3 +147,56 @@ def test_prompt_switches_system_and_tools_reach_the_chat_template(tiny_model_dir
     view = parse_run(Run(prefix=off, chunks=("Hello", "<|im_end|>"),
                          template_text=template_to_text(lm.tokenizer.response_template)))
     assert view.message == {"role": "assistant", "content": "Hello"}
+
+
+def test_token_streamer_yields_each_token_and_whole_characters():
+    import torch
+    from transformers import AutoTokenizer
+
+    from examples import builtin_model
+
+    tok = AutoTokenizer.from_pretrained(builtin_model.MODEL_DIR)
+    text = "Ça va? 天気 ☀️ done</think>\n\n<tool_call>{\"a\": 1}</tool_call><|im_end|>"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    streamer = backends.make_streamer(tok)
+    assert isinstance(streamer, backends.TokenStreamer)
+    streamer.put(torch.tensor([[1, 2, 3]]))  # the prompt: skipped
+    for i in ids:
+        streamer.put(torch.tensor([i]))
+    streamer.end()
+    chunks = list(streamer)
+    assert "".join(chunks) == tok.decode(ids, skip_special_tokens=False) == text
+    assert "\ufffd" not in "".join(chunks)  # a character split over tokens comes out once it is whole
+    # special tokens and markers kept; a chunk ends at an added token or after whitespace
+    assert any(c.endswith("</think>") for c in chunks) and chunks[-1].endswith("<|im_end|>")
+    assert all(c[-1].isspace() or c.endswith(">") or " " in c for c in chunks[:-1]), chunks
+
+
+def test_stream_generate_matches_bare_generate(tiny_model_dir):
+    import torch
+
+    lm = backends.load_model(tiny_model_dir)
+    prompt = backends.render_prompt(lm, [{"role": "user", "content": "hi"}], None, {"enable_thinking": True})
+    chunks = list(backends.stream_generate(lm, prompt, max_new_tokens=40, temperature=0, seed=0))
+    inputs = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.inference_mode():
+        out = lm.model.generate(**inputs, max_new_tokens=40, do_sample=False)
+    new = out[0, inputs["input_ids"].shape[-1]:]
+    assert "".join(chunks) == lm.tokenizer.decode(new, skip_special_tokens=False)
+
+
+def test_token_streamer_flushes_an_incomplete_character_at_the_end():
+    import torch
+    from transformers import AutoTokenizer
+
+    from examples import builtin_model
+
+    tok = AutoTokenizer.from_pretrained(builtin_model.MODEL_DIR)
+    lead_byte = tok.convert_tokens_to_ids("â")  # byte-level BPE: the byte 0xE2 alone, the start of "☀"
+    ids = tok("ok", add_special_tokens=False)["input_ids"] + [lead_byte]
+    streamer = backends.make_streamer(tok)
+    for i in [[0]] + [[i] for i in ids]:
+        streamer.put(torch.tensor(i))
+    streamer.end()
+    chunks = list(streamer)
+    assert "".join(chunks) == tok.decode(ids, skip_special_tokens=False) == "ok\ufffd"

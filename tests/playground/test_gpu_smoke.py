@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _smoke(*flags):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_smoke.py"), "--size", "tiny", "--json",
-                          "--repeats", "1", *flags], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                          "--repeats", "1", "--threads", "1", *flags], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
