@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import time
 from copy import deepcopy
-from dataclasses import replace
 from typing import Any, Callable
 
 from .budget import ParseContext
@@ -311,7 +310,7 @@ class ResponseParser:
         left = self._time_budget - self._spent
         if left <= 0:
             raise BudgetExceededError(self._time_budget).located(stage, self._pos)
-        self._ctx = replace(self._limits, deadline=started + left, budget=self._time_budget)
+        self._ctx = ParseContext(self._limits.regex_timeout, started + left, self._time_budget)
         try:
             return step(*args)
         except BudgetExceededError as exc:

@@ -14,7 +14,7 @@ import html
 import json
 from typing import Any
 
-from .session import ParseView
+from .session import ParseView, PartialMessage
 
 # Well-known fields get fixed colours; others a stable hash-derived one.
 _FIXED = {
@@ -273,30 +273,12 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS) -> str:
 
 
 def partial_message(events: list[dict]) -> dict:
-    """A live approximation of the message from events so far: closed values, else raw chunk text."""
-    msg: dict[str, Any] = {}
-    open_text: dict[str, str] = {}
+    """A live approximation of the message from events so far: closed values, else raw chunk text
+    (see `playground.session.PartialMessage`, which a `LiveParse` keeps up to date as events arrive)."""
+    preview = PartialMessage()
     for ev in events:
-        t, f = ev.get("type"), ev.get("field")
-        if t == "region_open":
-            open_text[f] = ""
-        elif t == "region_chunk":
-            open_text[f] = open_text.get(f, "") + ev.get("text", "")
-        elif t == "region_close":
-            open_text.pop(f, None)
-            v = ev.get("value")
-            if isinstance(msg.get(f), list):
-                msg[f].append(v)
-            elif f in msg and f == "tool_calls":
-                msg[f] = [msg[f], v]
-            else:
-                msg[f] = v if not (f == "tool_calls" and not isinstance(v, list)) else [v]
-    for f, t in open_text.items():
-        if f not in msg or isinstance(msg[f], str):
-            msg[f] = t
-        else:
-            msg.setdefault("_streaming", {})[f] = t
-    return msg
+        preview.add(ev)
+    return preview.value()
 
 
 def clip_strings(value: Any, limit: int = 1500, tail: bool = True) -> Any:

@@ -124,6 +124,7 @@ class ParseView:
     final: bool = False
     field_names: list = field(default_factory=list)
     errors_dropped: int = 0
+    preview: PartialMessage | None = None
 
     @property
     def cut(self) -> dict | None:
@@ -138,6 +139,46 @@ class ParseView:
             size += getattr(part, "nbytes", 100 * len(part))
         size += sum(len(e.get("message", "")) + 100 for e in self.errors)
         return size + len(json.dumps(self.message, default=str)) if self.message is not None else size
+
+
+class PartialMessage:
+    """A live approximation of the message, updated one event at a time: closed values, else the raw text of
+    the regions still open (a field that already holds a non-string value gets it under ``_streaming``)."""
+
+    def __init__(self):
+        self._msg: dict[str, Any] = {}
+        self._open: dict[str, list[str]] = {}
+
+    def add(self, ev: dict) -> None:
+        """Take one parser event into account."""
+        t, f = ev.get("type"), ev.get("field")
+        if t == "region_open":
+            self._open[f] = []
+        elif t == "region_chunk":
+            self._open.setdefault(f, []).append(ev.get("text", ""))
+        elif t == "region_close":
+            self._open.pop(f, None)
+            v = ev.get("value")
+            msg = self._msg
+            if isinstance(msg.get(f), list):
+                msg[f].append(v)
+            elif f in msg and f == "tool_calls":
+                msg[f] = [msg[f], v]
+            else:
+                msg[f] = v if not (f == "tool_calls" and not isinstance(v, list)) else [v]
+
+    def value(self) -> dict:
+        """The preview now (a new dict: later events do not change it)."""
+        out = {k: list(v) if isinstance(v, list) else v for k, v in self._msg.items()}
+        for f, parts in self._open.items():
+            if len(parts) > 1:
+                parts[:] = ["".join(parts)]
+            text = parts[0] if parts else ""
+            if f not in out or isinstance(out[f], str):
+                out[f] = text
+            else:
+                out.setdefault("_streaming", {})[f] = text
+        return out
 
 
 class LiveParse:
@@ -164,11 +205,13 @@ class LiveParse:
         self.chunk_starts = IntArray()
         self.errors: list[dict] = []
         self.errors_dropped = 0
-        self.unparsed = ""
+        self._unparsed: list[str] = []  # text after a failure, kept as parts (joined when read)
+        self._unparsed_len = 0
         self.message = None
         self.final = False
         self.failed = False
         self._last_open: dict[str, int] = {}
+        self.preview = PartialMessage()
         self._text_len_done = 0  # stream length once the parser stopped
         self._fed = 0  # generation characters fed to the parser
         try:
@@ -180,7 +223,7 @@ class LiveParse:
         except Exception as e:  # noqa: BLE001 - shown to the user, never raised
             self.parser = None
             self.failed = True
-            self.unparsed = self.prefix
+            self._keep_unparsed(self.prefix)
             self._error(describe_error(e), 0, len(self.prefix), None, e)
 
     def _text_len(self) -> int:
@@ -214,6 +257,7 @@ class LiveParse:
                                   ev.get("field"))
                 if err is not None and message.startswith("PatternTimeoutError:"):
                     err["timeout"] = True  # the reference has no regex timeout: it would hang on this
+            self.preview.add(ev)
             ev = dict(ev, phase=phase)
             log.append(ev)
 
@@ -226,9 +270,11 @@ class LiveParse:
         if not chunk or self.final:
             return
         self.budget.check()
+        if not self.failed and self.budget.exhausted:  # spent elsewhere in the request (drawing the views)
+            self._fail(parsing.BudgetExceededError(self.budget.seconds).located("feed", self.parser.held()[0]))
         if self.failed:
-            self.chunk_starts.append(self._text_len() + len(self.unparsed))
-            self.unparsed += chunk
+            self.chunk_starts.append(self._text_len() + self._unparsed_len)
+            self._keep_unparsed(chunk)
             return
         self.chunk_starts.append(self._text_len())
         try:
@@ -239,6 +285,17 @@ class LiveParse:
         except Exception as e:  # noqa: BLE001
             self._fed += len(chunk)
             self._fail(e)
+
+    def _keep_unparsed(self, text: str) -> None:
+        self._unparsed.append(text)
+        self._unparsed_len += len(text)
+
+    @property
+    def unparsed(self) -> str:
+        """The text that arrived after the parse stopped (the prefix too when it could not be read)."""
+        if len(self._unparsed) > 1:
+            self._unparsed = ["".join(self._unparsed)]
+        return self._unparsed[0] if self._unparsed else ""
 
     def _fail(self, e: Exception) -> None:
         held_start = self.parser.held()[0]
@@ -263,12 +320,17 @@ class LiveParse:
             self._fail(e)
 
     def view(self) -> ParseView:
-        """A snapshot for rendering (cheap: the event log is shared, not copied)."""
+        """A snapshot for rendering (the event log is shared, not copied); its time counts on the budget."""
+        with self.budget.working():
+            return self._view()
+
+    def _view(self) -> ParseView:
         p = self.parser
         if p is None:
             return ParseView(text=self.unparsed, prefix_length=len(self.prefix), events=self.events,
                              chunk_starts=self.chunk_starts, errors=self.errors, final=self.final,
-                             field_names=self.field_names, held=(0, 0), errors_dropped=self.errors_dropped)
+                             field_names=self.field_names, held=(0, 0), errors_dropped=self.errors_dropped,
+                             preview=self.preview)
         text = p.stream_text + self.unparsed
         self.events.bind(text)
         held = (len(text), len(text)) if self.final else tuple(p.held())
@@ -282,7 +344,7 @@ class LiveParse:
                          segments=segments, delimiters=delimiters, events=self.events,
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
                          message=self.message, final=self.final, field_names=self.field_names,
-                         errors_dropped=self.errors_dropped)
+                         errors_dropped=self.errors_dropped, preview=self.preview)
 
 
 def describe_error(e: BaseException) -> str:
@@ -350,8 +412,9 @@ def _starts_follow(starts, chunks: ChunkedText, base: int) -> bool:
     n = len(chunks)
     if len(starts) != n or isinstance(starts, Offsets):
         return False
-    expected = Offsets(chunks, base)
-    return all(starts[i] == expected[i] for i in range(n))
+    if n == 0:
+        return True
+    return starts[0] == base and list(starts)[1:] == [base + end for end in list(chunks.ends)[:-1]]
 
 
 @dataclass
@@ -378,6 +441,8 @@ class Session:
         which only the page needed)."""
         if run is not None and view is not None and _starts_follow(view.chunk_starts, run.chunks, view.prefix_length):
             view.chunk_starts = Offsets(run.chunks, view.prefix_length)  # the same numbers, not stored twice
+        if view is not None:
+            view.preview = None  # only live updates use it
         self.run, self.view = run, view
         self.check = {k: v for k, v in check.items() if k != "ref_message"} if check else check
 

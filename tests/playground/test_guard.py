@@ -143,3 +143,21 @@ def test_work_stops_when_the_client_leaves():
     t0 = time.monotonic()
     chk = reference.reference_check(stuck, ParseView(final=True), budget=60, cancel=gone)
     assert chk["skipped"] == "reference check cancelled" and time.monotonic() - t0 < 5
+
+
+def test_a_parse_stops_when_the_request_spent_its_budget_elsewhere():
+    """Drawing the live views counts on the request's budget too: once it is spent, the parse stops there."""
+    from playground.session import SKELETON_TEMPLATE, LiveParse, template_to_text
+
+    budget = RequestBudget(1.0)
+    live = LiveParse(template_to_text(SKELETON_TEMPLATE), "", budget=budget)
+    live.feed("<think>fine so far")
+    budget.spent += 1.0  # e.g. the timeline drawn for the previews
+    live.feed(" and the rest")
+    live.feed("</think>done<|im_end|>")
+    live.finalize()
+    view = live.view()
+    assert view.cut is not None and view.cut["start"] == len("<think>fine so far")
+    assert "time budget of 1 s" in view.cut["message"]
+    assert view.text == "<think>fine so far and the rest</think>done<|im_end|>"  # the rest kept, unparsed
+    assert list(view.chunk_starts) == [0, 18, 31] and view.message is None
