@@ -159,6 +159,8 @@ class ResponseParser:
                 self._read_prefix(prefix)
             else:
                 self._timed("prefix", self._read_prefix, prefix)
+        # Where the reference's one-shot feed of the generation starts: the state and search position after the prefix.
+        self._feed_start = (self._current, self._origin)
 
     def _read_prefix(self, prefix: str) -> None:
         dropped, kept = self.template.truncate_prefix(prefix, timeout=self._ctx)
@@ -244,7 +246,8 @@ class ResponseParser:
         events: list[dict] = []
         # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only
         # follow where no more text can come), then flushes at the end of the stream.
-        self._process(events, eos=False, as_reference=True)
+        if not self._reference_feed_stalls():
+            self._process(events, eos=False, as_reference=True)
         self._process(events, eos=True)
         if self._spans and self._pos < self._end:
             # Text left unparsed (only after a zero-width implicit close): account for it.
@@ -397,6 +400,22 @@ class ResponseParser:
                 self._pos = hold_abs
             break
         self._trim()
+
+    def _reference_feed_stalls(self) -> bool:
+        """Whether the reference's one-shot feed of the generation commits and flushes nothing at all, so that its
+        end-of-stream flush alone decides the whole stream (our commits so far agree with that flush).
+
+        That happens at the very start of the stream: a reverse search (``(?r)``) with partial matching from
+        position 0 reports a partial match at 0 whenever the text has no complete match, which holds everything.
+        (From any later position it reports none.)"""
+        state, start = self._feed_start
+        if start != 0 or self._base != 0:
+            return False
+        watch = self._watch[state]
+        if not any(d.reverse for d in watch):
+            return False
+        hit, hold = scan_as_reference(watch, self._buf, 0, 0, self._ctx)
+        return hit is None and hold == 0
 
     def _route(self, events: list[dict], start: int, end: int) -> None:
         """Send stream[start:end] to the current region (or discard it when there is none)."""

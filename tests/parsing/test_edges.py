@@ -76,6 +76,16 @@ MORE = [
     _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<thi", "nk>x</think>y", None, id="prefix_ends_inside_open"),
     _case({"c": {}, "r": {"open": "<think>", "close": "</think>"}}, "<think>a</th", "ink>b", None, id="prefix_ends_inside_close"),
     _case({"c": {"close_pattern": "$"}}, "a\n", "b", None, id="prefix_ends_in_newline_dollar_close"),
+    # A reverse search from position 0 with no complete match reports a partial match at 0, so the reference's
+    # one-shot feed stalls there and its end-of-stream flush alone decides (no \K end-of-text effect then).
+    _case({"rc": {"close_pattern": "(?:x|yy)\\K!"}, "tc": {"open_pattern": "(?r)</a>"}}, "", "x!x!", None,
+          id="reverse_stalls_feed_at_start"),
+    _case({"rc": {"close_pattern": "(?:x|yy)\\K!"}, "tc": {"open_pattern": "(?r)</a>"}}, "x!", "x!", None,
+          id="reverse_stalls_feed_across_prefix"),
+    _case({"rc": {"close_pattern": "(?:x|yy)\\K!"}, "tc": {"open_pattern": "(?r)</a>"}}, "", "x!x!</a>y!x!", None,
+          id="reverse_complete_match_unstalls_feed"),
+    _case({"r": {"open_pattern": "\\n\\K</t>", "close_pattern": "\\n\\K</t>"}, "b": {"open_pattern": "(?r)</a>"}}, "",
+          "\n</t>\n</t>", None, id="reverse_stalls_feed_keep_out_close"),
     # A partial search returns a later complete match in preference to an earlier partial one (`a b` -> `b`),
     # so the hold must also cover earlier attempts that more text could complete.
     _case({"content": {}, "x": {"open_pattern": "a.*z|b", "close": "E"}}, "", "a bz", None, id="earlier_partial_hidden_by_complete"),
