@@ -13,7 +13,8 @@ machine hits both alike):
    the family's own syntax. Reported per feed, against the reference and against our parser running the
    literal-only template of ``bench_stream.py`` on a stream of the same size in the same run.
 
-Every run checks that both parsers give the same message (or raise the same exception type).
+Every run checks that both parsers give the same message (or raise the same exception type). Times are CPU
+time of the process (``--wall``: wall-clock), which a shared machine's load disturbs far less.
 
     .venv/bin/python benchmarks/bench_families.py                      # everything
     .venv/bin/python benchmarks/bench_families.py --families gpt_oss kimi_k2 --sizes 25
@@ -42,6 +43,10 @@ from bench_stream import TEMPLATE as LITERAL_TEMPLATE  # noqa: E402
 from bench_stream import make_generation, make_reasoning  # noqa: E402
 
 from examples import list_families, load_family  # noqa: E402
+
+# CPU time of this process, not wall-clock time: on a shared machine a burst of load stretches wall-clock time
+# of whichever parser happens to run then, while CPU time stays close to the work done (--wall for wall-clock).
+CLOCK = time.process_time
 from parsing import ResponseParser, load_template  # noqa: E402
 
 
@@ -74,11 +79,11 @@ def time_cases(parser_cls, template, cases: list, inner: int) -> float:
     gc.collect()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(inner):
             for case in cases:
                 run_case(parser_cls, template, case)
-        return time.perf_counter() - start
+        return CLOCK() - start
     finally:
         gc.enable()
 
@@ -89,10 +94,10 @@ def time_feeds(parser_cls, template, case: Case) -> tuple[float, object]:
     gc.collect()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start = CLOCK()
         for piece in case.chunks:
             parser.feed(piece)
-        elapsed = time.perf_counter() - start
+        elapsed = CLOCK() - start
     finally:
         gc.enable()
     return elapsed, parser.finalize()[0]
@@ -172,7 +177,11 @@ def main() -> None:
     ap.add_argument("--reference-from-dict", action="store_true",
                     help="build the reference from the template dict on every parse")
     ap.add_argument("--profile", metavar="FAMILY", help="profile our parser on one family and exit")
+    ap.add_argument("--wall", action="store_true", help="measure wall-clock time instead of CPU time")
     args = ap.parse_args()
+    if args.wall:
+        global CLOCK
+        CLOCK = time.perf_counter
     if args.profile:
         profile(args.profile, args.chunk, args.inner, (args.sizes or [25])[0])
         return
@@ -200,7 +209,7 @@ def main() -> None:
             per = args.inner * len(cases)
             rows.append((family.name, len(cases), sum(len(c.chunks) for c in cases),
                          min(ours_runs) / per * 1e6, min(ref_runs) / per * 1e6))
-        print(f"Transcripts: {args.chunk}-character chunks; µs per transcript (construction with prefix and tools, "
+        print(f"Transcripts: {args.chunk}-character chunks; {'wall-clock' if args.wall else 'CPU'} µs per transcript (construction with prefix and tools, "
               f"feeds, finalize), best of {args.repeat} alternating runs of {args.inner} passes; reference built "
               f"from {'the template dict' if args.reference_from_dict else 'its compiled template'}")
         print()
@@ -235,7 +244,7 @@ def main() -> None:
             ref = min(r[0] for r in ref_runs) / feeds * 1e6
             lit = min(r[0] for r in lit_runs) / len(literal.chunks) * 1e6
             rows.append((family.name, feeds, ours, ref, lit))
-        print(f"Long streams, {kb} KB of reasoning then a call: µs per feed ({args.chunk}-character chunks), best of "
+        print(f"Long streams, {kb} KB of reasoning then a call: {'wall-clock' if args.wall else 'CPU'} µs per feed ({args.chunk}-character chunks), best of "
               f"{max(1, args.repeat // 2)} alternating runs; 'literal-only' = our parser on the literal-only template "
               f"of bench_stream.py, same size, same run")
         print()

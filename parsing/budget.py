@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from time import thread_time
 from typing import Any
 
 from .errors import BudgetExceededError, PatternTimeoutError
@@ -94,3 +95,76 @@ def run_regex(compiled: Any, method: str, text: str, *args: Any, limits: ParseCo
         if ctx.deadline is not None and (ctx.regex_timeout is None or timeout < ctx.regex_timeout):
             raise BudgetExceededError(ctx.budget, field=field, role=role, pattern=source) from None
         raise PatternTimeoutError(field, role, source, timeout) from None
+
+
+# A regex call costs some microseconds however little text it reads. A stream pays that on every feed where a
+# one-shot parse pays it once, so only the CPU time a call spends beyond this counts toward a search's budget.
+UNCOUNTED_CALL_S = 5e-5
+
+
+class SearchClock:
+    """CPU time each delimiter's regex has spent looking for its next match, since the last committed delimiter.
+
+    The per-call budget (`ParseContext.regex_timeout`) is a budget per search. A one-shot parse looks for the next
+    delimiter with one call over the rest of the text; a stream looks for it with a call on every feed. Summing
+    those calls' CPU time (beyond `UNCOUNTED_CALL_S` each) until a delimiter commits gives the stream the same
+    budget over the same text, so a pattern too slow for the text fails the same way both ways. The parser calls
+    `reset` whenever a delimiter commits (a new search begins).
+
+    A call is also judged by the time it took: the ``regex`` module does not interrupt every construct (a long
+    lookbehind runs to its end), so a call that overran its share raises once it returns.
+    """
+
+    __slots__ = ("spent",)
+
+    def __init__(self) -> None:
+        self.spent: dict[int, float] = {}
+
+    def reset(self) -> None:
+        """A delimiter committed: every search starts afresh."""
+        if self.spent:
+            self.spent.clear()
+
+    def run(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any = None,
+            **kwargs: Any) -> Any:
+        """``(pattern or delim.regex).<method>(text, pos, **kwargs)`` under the search's budget and the deadline.
+
+        Args:
+            delim: the `Delimiter` (its ``regex``, ``field``, ``kind`` and ``source``).
+            ctx: the limits; ``ctx.regex_timeout`` None means no per-search budget.
+            pattern: a variant of the delimiter's regex to run instead (``attempt_regex``, ``forward_regex``).
+
+        Raises:
+            PatternTimeoutError: this search has spent its budget (in this call or summed over earlier ones).
+            BudgetExceededError: the deadline passed before or during the call.
+        """
+        compiled = delim.regex if pattern is None else pattern
+        limit = ctx.regex_timeout
+        if limit is None and ctx.deadline is None:
+            return getattr(compiled, method)(text, pos, **kwargs)
+        key = id(delim)
+        left = None if limit is None else limit - self.spent.get(key, 0.0)
+        if left is not None and left <= 0:
+            raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
+        until_deadline = None
+        if ctx.deadline is not None:
+            until_deadline = ctx.deadline - time.monotonic()
+            if until_deadline <= 0:
+                raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind, pattern=delim.source)
+        by_deadline = until_deadline is not None and (left is None or until_deadline < left)
+        started = thread_time()
+        try:
+            result = getattr(compiled, method)(text, pos, timeout=until_deadline if by_deadline else left, **kwargs)
+        except TimeoutError:
+            if by_deadline:
+                raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind,
+                                          pattern=delim.source) from None
+            raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit) from None
+        if left is not None:
+            took = thread_time() - started
+            if took > UNCOUNTED_CALL_S:
+                left -= took - UNCOUNTED_CALL_S
+                self.spent[key] = limit - left
+                if left <= 0:
+                    raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
+        return result

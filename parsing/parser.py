@@ -22,12 +22,13 @@ from __future__ import annotations
 import logging
 import time
 from copy import deepcopy
+from functools import lru_cache
 from typing import Any, Callable
 
 from .budget import ParseContext
 from .content import parse_content
 from .errors import BudgetExceededError
-from .scanner import Hit, scan, scan_as_reference
+from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
 from .transform import transform_value
@@ -48,6 +49,48 @@ _PREFIX_REQUIRED = (
     "opening `<think>` tag) that the parser must see to parse the output correctly. If the generation "
     'already contains the complete message, pass `prefix=""` to opt out explicitly.'
 )
+
+
+class _Plan:
+    """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
+
+    __slots__ = ("watch", "dirty", "keep_context", "context", "origin_search", "defaults", "plain_defaults",
+                 "required")
+
+    def __init__(self, template: CompiledTemplate):
+        self.watch: dict[str | None, WatchSet] = watch_sets(template)
+        self.dirty = {name: f.dirty for name, f in template.fields.items()}
+        # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
+        # `context`: how much consumed text the scan buffer keeps (None: all of it).
+        regexes = {id(d): d for w in self.watch.values() for d in w.delimiters if d.literals is None}.values()
+        behind = [d.lookbehind for d in regexes]
+        self.keep_context = bool(behind)
+        self.context = None if None in behind else max(behind, default=0) + CONTEXT_CHARS
+        # Delimiters searched from the search origin (\G, fuzzy, reverse) need the text from there on.
+        self.origin_search = any(d.search_from_origin for d in regexes)
+        self.defaults = template.defaults
+        # Defaults made of strings and numbers only are copied with `dict`, not `deepcopy` (a per-parse cost).
+        self.plain_defaults = all(type(v) in (str, int, float, bool, type(None)) for v in template.defaults.values())
+        self.required = tuple(name for name, f in template.fields.items() if not f.optional)
+
+    @staticmethod
+    def of(template: CompiledTemplate) -> "_Plan":
+        plan = template.derived.get("parser")
+        if plan is None:
+            plan = template.derived["parser"] = _Plan(template)
+        return plan
+
+
+@lru_cache(maxsize=64)
+def _limits_for(regex_timeout: float | None) -> ParseContext:
+    """The shared (immutable) limits for a per-search regex budget: made once, not per parser."""
+    return ParseContext(regex_timeout=regex_timeout)
+
+
+@lru_cache(maxsize=1024)
+def _field_context(ctx: ParseContext, field: str) -> ParseContext:
+    """``ctx.for_field(field)``, made once per field (without a deadline, contexts repeat across parsers)."""
+    return ctx.for_field(field)
 
 
 def _is_empty(value: Any) -> bool:
@@ -99,38 +142,30 @@ class ResponseParser:
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
                  time_budget: float | None = None):
-        self.template: CompiledTemplate = load_template(template)
+        self.template: CompiledTemplate = (template if type(template) is CompiledTemplate
+                                           else load_template(template))
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
-        self._tool_params = tool_parameters(tools)
+        self._tool_params = tool_parameters(tools) if tools else {}
         self._spans = spans
         self._recover = recover
         # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
-        self._limits = ParseContext(regex_timeout=regex_timeout)
+        self._limits = _limits_for(regex_timeout)
         self._ctx = self._limits
         self._time_budget = time_budget
         self._spent = 0.0
         if time_budget is not None:  # keeps the unbudgeted `feed` free of any per-call check
             self.feed = self._budgeted_feed
+        plan = _Plan.of(self.template)
         self._fields = self.template.fields
         self._implicit = self.template.implicit
-        self._watch = {name: self._watch_for(name) for name in self._fields}
-        self._watch[None] = self._watch_for(None)
-        # Per state: the first characters of every watched delimiter when all of them are literals (else None).
-        # A chunk containing none of them, arriving with nothing held, cannot start a delimiter: fast path.
-        self._trigger_chars = {
-            state: ("".join(d.first_chars for d in watch) if all(d.literals is not None for d in watch) else None)
-            for state, watch in self._watch.items()
-        }
-        self._dirty = {name: f.dirty for name, f in self._fields.items()}
-        # Regex delimiters may look behind the consumed position (lookbehinds, \b, ^); literals never do.
-        # `_context`: how much consumed text the scan buffer keeps (None: all of it, e.g. for `^`).
-        behind = [d.lookbehind for watch in self._watch.values() for d in watch if d.literals is None]
-        self._keep_context = bool(behind)
-        self._context = None if None in behind else max(behind, default=0) + CONTEXT_CHARS
-        # Delimiters searched from the search origin (\G, fuzzy, reverse) need the text from there on.
-        self._origin_search = any(d.search_from_origin for watch in self._watch.values() for d in watch)
-        self._output: dict[str, Any] = deepcopy(self.template.defaults)
+        self._watch = plan.watch
+        self._dirty = plan.dirty
+        self._keep_context = plan.keep_context
+        self._context = plan.context
+        self._origin_search = plan.origin_search
+        self._clock: ScanState | None = None  # made on the first full scan
+        self._output: dict[str, Any] = dict(plan.defaults) if plan.plain_defaults else deepcopy(plan.defaults)
         # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset;
         # `_origin` is where the reference's next search starts: the end of the last delimiter, or where it last
         # flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
@@ -191,10 +226,11 @@ class ResponseParser:
             return events
         buf = self._buf
         if not self._spans and self._pos == self._base + len(buf):
-            triggers = self._trigger_chars[self._current]
-            if triggers is not None:
+            watch = self._watch[self._current]
+            triggers = watch.triggers
+            if triggers is not None and (buf or not watch.at_start):
                 for char in triggers:
-                    if char in text:
+                    if char in text and watch.finder.search(text) is not None:
                         break
                 else:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
@@ -221,7 +257,22 @@ class ResponseParser:
                         events.append({"type": "region_chunk", "field": current, "text": text,
                                        "dirty": self._dirty[current]})
                     return events
-        self._append(text)
+            self._buf = buf + text
+        elif not self._spans:
+            # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk continues
+            # without completing (special tokens arrive in pieces): then nothing changes but the buffer.
+            buf += text
+            self._buf = buf
+            watch = self._watch[self._current]
+            finder = watch.finder
+            if finder is not None:
+                pos = self._pos - self._base
+                found = finder.search(buf, pos)
+                if (found is not None and found.start() == pos and (pos or not watch.at_start)
+                        and found.group() not in watch.literal_set):
+                    return events
+        else:
+            self._append(text)
         self._process(events, eos=False)
         return events
 
@@ -252,7 +303,7 @@ class ResponseParser:
         if self._spans and self._pos < self._end:
             # Text left unparsed (only after a zero-width implicit close): account for it.
             self._segment("discarded", None, self._pos, self._end)
-        missing = [name for name, f in self._fields.items() if not f.optional and name not in self._output]
+        missing = [name for name in _Plan.of(self.template).required if name not in self._output]
         if missing:
             raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
         defaults = self.template.defaults
@@ -344,44 +395,63 @@ class ResponseParser:
         if cut:
             self._buf = self._buf[cut:]
             self._base += cut
-
-    def _watch_for(self, current: str | None) -> list:
-        """Delimiters that can fire: in an explicit region only its close; else every open and the implicit close."""
-        if current is not None and current != self._implicit:
-            close = self._fields[current].close
-            return [close] if close is not None else []
-        watch = [f.open for f in self._fields.values() if f.open is not None]
-        if self._implicit is not None and self._fields[self._implicit].close is not None:
-            watch.append(self._fields[self._implicit].close)
-        return watch
+            if self._clock is not None:
+                self._clock.forget()
 
     def _process(self, events: list[dict], eos: bool, as_reference: bool = False) -> None:
         """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
         own rule (`scan_as_reference`), for the end of the prefix and the end of the generation."""
         base = self._base
         ctx = self._ctx
+        watches = self._watch
         while True:
             if ctx.deadline is not None:
                 ctx.check()
-            watch = self._watch[self._current]
-            if not watch:
-                hit, hold = None, len(self._buf)
-            elif as_reference:
-                hit, hold = scan_as_reference(watch, self._buf, self._pos - base, self._origin - base, ctx)
+            watch = watches[self._current]
+            buf = self._buf
+            pos = self._pos - base
+            finder = watch.finder
+            found = None
+            if finder is not None and (pos or not watch.at_start):
+                # One search of the state's literals first: most of the time it settles the scan alone.
+                found = finder.search(buf, pos)
+            if finder is not None and found is None and (pos or not watch.at_start):
+                hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
+            elif found is not None and not eos and not as_reference and (
+                    found.group() not in watch.literal_set
+                    or self._clock is not None and self._clock.still_deferred(buf, found.start())):
+                # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
+                # and would hold again: hold from there, no regex.
+                hit, hold = None, found.start()
+            elif not watch.delimiters:
+                hit, hold = None, len(buf)
+            elif found is not None and watch.literal_owners is not None and not as_reference \
+                    and found.group() in watch.literal_set:
+                hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
             else:
-                hit, hold = scan(watch, self._buf, self._pos - base, eos, ctx, self._origin - base)
+                clock = self._clock
+                if clock is None:
+                    clock = self._clock = ScanState()
+                if as_reference:
+                    hit, hold = scan_as_reference(watch, buf, pos, self._origin - base, ctx, clock)
+                else:
+                    hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - base, clock)
             if hit is not None:
+                if self._clock is not None:
+                    self._clock.reset()  # a new search begins for every delimiter
                 start, end = hit.start + base, hit.end + base
                 if start > self._pos:
                     self._route(events, self._pos, start)
                 self._pos = self._origin = end
-                if hit.kind == "open":
+                if hit.delim.kind == "open":
                     self._close_current(events, start, start)
-                    self._record_delimiter(hit, start, end)
+                    if self._spans:
+                        self._record_delimiter(hit, start, end)
                     self._open_explicit(events, hit, start, end)
                 else:
                     had_content = self._opened
-                    self._record_delimiter(hit, start, end)
+                    if self._spans:
+                        self._record_delimiter(hit, start, end)
                     self._close_current(events, start, end)
                     if not had_content and start == end:
                         break  # a zero-width close on an empty region would fire forever
@@ -423,19 +493,22 @@ class ResponseParser:
             if self._spans:
                 self._segment("discarded", None, start, end)
             return
+        current = self._current
         text = self._buf[start - self._base:end - self._base]
-        field = self._fields[self._current]
         if not self._opened:
-            self._emit(events, {"type": "region_open", "field": self._current}, start, start)
+            self._emit(events, {"type": "region_open", "field": current}, start, start)
             self._opened = True
-        self._body.append(text)
-        if len(self._body) >= BODY_BLOCK:
-            self._body_blocks.append("".join(self._body))
-            self._body.clear()
-        self._emit(events, {"type": "region_chunk", "field": self._current, "text": text, "dirty": field.dirty},
-                   start, end)
+        body = self._body
+        body.append(text)
+        if len(body) >= BODY_BLOCK:
+            self._body_blocks.append("".join(body))
+            body.clear()
+        event = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty[current]}
         if self._spans:
-            self._segment("body", self._current, start, end)
+            self._emit(events, event, start, end)
+            self._segment("body", current, start, end)
+        else:
+            events.append(event)
 
     def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
         self._current = hit.delim.field
@@ -449,7 +522,7 @@ class ResponseParser:
         """Close the current region (if it ever opened), store its value, and return to the implicit region."""
         if self._current is not None and self._opened:
             field = self._fields[self._current]
-            raw = "".join(self._body_blocks) + "".join(self._body)
+            raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
             if self._recover:
                 try:
                     value = self._build_value(field, raw)
@@ -467,7 +540,10 @@ class ResponseParser:
         self._reset()
 
     def _build_value(self, field: FieldSpec, raw: str) -> Any:
-        value = parse_content(raw, field.content, field.content_args, self._ctx.for_field(field.name))
+        ctx = self._ctx
+        if field.dirty:  # the structured parsers run regexes and name the field in their errors
+            ctx = _field_context(ctx, field.name) if ctx.deadline is None else ctx.for_field(field.name)
+        value = parse_content(raw, field.content, field.content_args, ctx)
         value = transform_value(value, field, self._captures)
         if self._tool_params:
             value = type_tool_calls(value, self._tool_params)
@@ -499,8 +575,6 @@ class ResponseParser:
         events.append(event)
 
     def _record_delimiter(self, hit: Hit, start: int, end: int) -> None:
-        if not self._spans:
-            return
         self.delimiters.append({"field": hit.delim.field, "kind": hit.kind, "start": start, "end": end,
                                 "text": self._buf[hit.start:hit.end], "captures": dict(hit.captures)})
         if end > start:

@@ -12,9 +12,10 @@ instead of at the scan position and return the same result (lookbehinds still se
 The reading covers literal characters and escapes, groups (capturing, named, non-capturing, atomic) with
 alternations, quantifiers (an optional atom ends the literal), positive lookaheads (their literal is text at
 the match start), zero-width assertions that consume nothing (negative lookahead, lookbehinds, ``\\b``,
-``\\B``), and ``^`` / ``\\A`` (with MULTILINE off they match only at the start of the searched string). It gives
-up on the whole pattern for inline flags other than ``s`` (in the ``regex`` module they apply to the whole
-pattern, wherever written), fuzzy matching, ``\\K``, ``\\G``, recursion, conditionals and anything unknown.
+``\\B``), and ``^`` / ``\\A`` (with MULTILINE off they match only at the start of the searched string). It
+gives up on the whole pattern for inline flags other than ``s`` (global ones apply to the whole pattern in
+the ``regex`` module, wherever written; scoped ones include reverse search), fuzzy matching, ``\\K``,
+``\\G``, recursion, conditionals and anything unknown.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ class Prefilter:
         at_start: an alternative can match at position 0 of the searched string, whatever the text there.
         first_chars: the first characters of `literals` (a chunk with none of them, arriving when nothing is
             held, cannot hold the start of a match unless at_start applies).
-        finder: compiled stdlib pattern whose ``search(text, pos)`` finds the first candidate position at or
-            after ``pos`` (None when the literals are too long to compile into one pattern).
+        finder: compiled stdlib pattern whose ``search(text, pos)`` finds the first position at or after ``pos``
+            where a literal starts or is cut off by the end of ``text`` (`at_start` aside); None when there are
+            no literals, or too many characters of them to compile into one pattern.
     """
 
     literals: tuple[str, ...]
@@ -88,6 +90,8 @@ class Prefilter:
 
 
 def _slow_candidate(literals: tuple[str, ...], text: str, pos: int) -> int:
+    if not literals:
+        return -1
     end = len(text)
     best = -1
     for lit in literals:
@@ -103,7 +107,7 @@ def _slow_candidate(literals: tuple[str, ...], text: str, pos: int) -> int:
     return best
 
 
-def _finder_source(literals, at_start: bool) -> str:
+def _finder_source(literals) -> str:
     """A stdlib regex matching, at a position, any literal, or a proper prefix of one that runs to the end."""
     trie: dict = {}
     for lit in literals:
@@ -120,10 +124,7 @@ def _finder_source(literals, at_start: bool) -> str:
             options.append(r"\Z")  # the text ended inside the literal
         return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
 
-    body = emit(trie, True) if literals else ""
-    if at_start:
-        return r"\A" + ("|" + body if body else "")
-    return body
+    return emit(trie, True)
 
 
 def make_prefilter(literals, at_start: bool = False) -> Prefilter | None:
@@ -135,14 +136,24 @@ def make_prefilter(literals, at_start: bool = False) -> Prefilter | None:
     if not literals and not at_start:
         return None
     finder = None
-    if sum(len(lit) for lit in literals) <= MAX_FINDER_CHARS:
+    if literals and sum(len(lit) for lit in literals) <= MAX_FINDER_CHARS:
         try:
-            finder = re.compile(_finder_source(literals, at_start), re.DOTALL)
+            finder = re.compile(_finder_source(literals), re.DOTALL)
         except (re.error, RecursionError, OverflowError):  # pragma: no cover - deep nesting; use the loop
             finder = None
-    if finder is None and not literals:
-        return None  # pragma: no cover
     return Prefilter(literals, at_start, "".join(dict.fromkeys(lit[0] for lit in literals)), finder)
+
+
+def _check_whole(source: str) -> None:
+    """Give up on patterns whose meaning the reading cannot follow anywhere in them."""
+    if _UNSAFE_ESCAPE.search(source):
+        raise _GiveUp("\\K / \\G")
+    for flags in _GLOBAL_FLAGS.findall(source):
+        if set(flags) - {"s"}:
+            raise _GiveUp("inline flags")
+    for m in _BRACE.finditer(source):
+        if not _REPEAT_BODY.match(source, m.end()):
+            raise _GiveUp("a brace that is not a plain repeat (fuzzy matching, or a literal brace)")
 
 
 def derive_prefilter(source: str) -> Prefilter | None:
@@ -152,22 +163,89 @@ def derive_prefilter(source: str) -> Prefilter | None:
     ``\\s*</x>``, or one using syntax this reading gives up on); the pattern must then run at every position.
     """
     try:
-        if _UNSAFE_ESCAPE.search(source):
-            raise _GiveUp("\\K / \\G")
-        for flags in _GLOBAL_FLAGS.findall(source):
-            if set(flags) - {"s"}:
-                raise _GiveUp("inline flags")
-        for m in _BRACE.finditer(source):
-            if not _REPEAT_BODY.match(source, m.end()):
-                raise _GiveUp("a brace that is not a plain repeat (fuzzy matching, or a literal brace)")
+        _check_whole(source)
         heads, i = _alternation(source, 0)
         if i != len(source):
             raise _GiveUp("unbalanced parenthesis")
-    except (_GiveUp, IndexError):
+    except (_GiveUp, IndexError, ValueError):
         return None
     if heads is None:
         return None
     return make_prefilter(sorted(h for h in heads if h is not START), START in heads)
+
+
+def derive_suffixes(source: str) -> tuple[str, ...] | None:
+    """Literals one of which every complete match ends with (or, for a match that ends in a positive lookahead,
+    the text the lookahead reads ends with), or None when the reading cannot tell.
+
+    A partial match cannot become complete before one of them has arrived: the scanner uses this to leave a
+    partial match alone, without running its regex again, while the text after it has none of them.
+    """
+    try:
+        _check_whole(source)
+        ends, i = _alternation_ends(source, 0)
+        if i != len(source):
+            raise _GiveUp("unbalanced parenthesis")
+    except (_GiveUp, IndexError, ValueError):
+        return None
+    return None if not ends else tuple(sorted(ends))
+
+
+def _alternation_ends(src: str, i: int):
+    """Suffix literals of ``alt|alt|...`` from ``i`` to an unmatched ``)`` or the end: (set or None, index)."""
+    ends: set | None = set()
+    while True:
+        alt, i = _sequence_ends(src, i)
+        ends = None if alt is None or ends is None else ends | alt
+        if i < len(src) and src[i] == "|":
+            i += 1
+            continue
+        return ends, i
+
+
+def _sequence_ends(src: str, i: int):
+    """Suffix literals of one alternative (set or None, index past it). Walks it left to right, keeping what
+    the text matched so far must end with."""
+    tail: set | None = None  # what the match so far ends with; None: unknown (or nothing consumed yet)
+    ahead = False  # `tail` comes from a lookahead: it reads past the match, so a next consuming atom replaces it
+    while i < len(src) and src[i] not in "|)":
+        start = i
+        kind, value, i = _atom(src, i)
+        low, i = _quantifier(src, i)
+        if kind in ("zero", "start"):
+            continue  # consumes nothing
+        if kind == "char" and low is None:
+            tail = {value} if tail is None or ahead else {t + value for t in tail}
+            ahead = False
+        elif kind == "char" and low:
+            tail, ahead = {value}, False  # `c+`: ends with at least one c
+        elif kind in ("group", "lookahead") and low != 0:
+            inner, end = _alternation_ends(src, _group_body(src, start))
+            if src[end] != ")" or low not in (None, 1) and kind == "lookahead":
+                raise _GiveUp("group")
+            tail, ahead = inner, kind == "lookahead"
+            if not tail:
+                tail = None
+        else:  # optional atoms, classes, `.`, backreferences, `$`: the end is unknown
+            tail, ahead = None, False
+    return (tail or None), i
+
+
+def _group_body(src: str, i: int) -> int:
+    """Index where the alternatives of the group (or lookahead) opening at ``i`` begin."""
+    j = i + 1
+    if not src.startswith("?", j):
+        return j
+    c = src[j + 1]
+    if c in ":>=":
+        return j + 2
+    if c == "P":
+        return src.index(">", j + 2) + 1
+    if c == "<":
+        return src.index(">", j + 1) + 1
+    if c == "s" or c == "-":
+        return src.index(":", j) + 1
+    raise _GiveUp(f"group (?{c}")
 
 
 def _alternation(src: str, i: int):
@@ -312,12 +390,7 @@ def _group(src: str, i: int):
             k = j + len(flags)
             if src[k] == ":" and set(flags) <= {"s"}:
                 j = k + 1
-            elif src[k] == ":":
-                _, end = _alternation(src, k + 1)  # scoped flags: what the group matches is not a literal
-                if src[end] != ")":
-                    raise _GiveUp("unclosed group")
-                return "other", None, end + 1
-            else:
+            else:  # other scoped flags (`(?i:`, `(?r:` ...) or unknown syntax
                 raise _GiveUp(f"group (?{flags}{src[k]}")
         else:
             raise _GiveUp(f"group (?{c}")
@@ -348,4 +421,4 @@ def _quantifier(src: str, i: int):
     return low, i
 
 
-__all__ = ["Prefilter", "START", "derive_prefilter", "make_prefilter"]
+__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "make_prefilter"]

@@ -36,20 +36,76 @@ text, so while streaming we hold whatever more text could change (`scan`):
 * A complete match cannot commit if it starts at or after a held position.
 * At end of stream nothing can grow: all complete matches commit.
 
+Speed (`parsing.prefilter`): no regex runs before it could match. A delimiter with a prefilter is looked at
+only from its first candidate position (a literal it must start with, or a proper prefix of one at the buffer
+edge); a candidate cut off by the edge is held as it is, without running the regex, until the text decides
+it; a regex runs from its candidate (a search from there returns what a search from the scan position
+returns). A `WatchSet` unites the prefilters of one state, so a scan with no candidate at all costs one
+search of a compiled stdlib pattern. Holding a cut-off candidate the regex would already reject only delays
+text, never changes where it goes.
+
+Time (`parsing.budget.SearchClock`): the regex calls looking for the next match of a delimiter share one
+budget until a delimiter commits, however the text was cut into chunks.
+
 Positions are indexes into the buffer string handed in.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
-from .template import Delimiter
+from .budget import ParseContext, SearchClock, as_context
+from .prefilter import Prefilter, make_prefilter
+from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
+# A partial regex match is left alone (held, its regex not run again) while none of the pattern's suffix literals
+# has arrived, for at most this many characters past its start; past that, its regex runs on every scan, so a
+# partial match that died is let go within that many characters.
+WAIT_CHARS = 256
 
 
-@dataclass
+class ScanState(SearchClock):
+    """What one parse's scans remember between feeds, until a delimiter commits (`reset`) or the buffer is
+    trimmed (`forget`): the regex time of each search (`SearchClock`), and, per delimiter, the start of a
+    complete match that waits for the end of the stream (a stable pattern whose lookahead reach is unbounded:
+    nothing but the end of the stream decides it, so its regex need not run again before that)."""
+
+    __slots__ = ("waiting", "deferred")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: dict[int, int] = {}
+        # (position, delimiter) when the last scan held from a regex delimiter it did not run (a suffix still
+        # missing, or a match waiting for the end of the stream): `still_deferred` re-checks just that.
+        self.deferred: tuple[int, Delimiter] | None = None
+
+    def reset(self) -> None:
+        super().reset()
+        if self.waiting:
+            self.waiting.clear()
+        self.deferred = None
+
+    def forget(self) -> None:
+        """Buffer positions moved (the parser dropped consumed text)."""
+        if self.waiting:
+            self.waiting.clear()
+        self.deferred = None
+
+    def still_deferred(self, buf: str, at: int) -> bool:
+        """Whether a scan of ``buf`` (unconsumed text from ``at``, no candidate before it) would hold from ``at``
+        again for the reason the last one did: then it holds from there, whatever the other delimiters do."""
+        deferred = self.deferred
+        if deferred is None or deferred[0] != at:
+            return False
+        delim = deferred[1]
+        if self.waiting.get(id(delim)) == at:
+            return True
+        return len(buf) - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
+
+
+@dataclass(slots=True)
 class Hit:
     """A committable delimiter match: ``start``/``end`` in the buffer, and its named captures."""
 
@@ -63,23 +119,102 @@ class Hit:
         return self.delim.kind
 
 
-def _literal_pending(delim: Delimiter, buf: str, lo: int, hi: int) -> int | None:
-    """Leftmost p in [lo, hi] where ``buf[p:]`` is a proper prefix of one of the literals."""
+@dataclass(frozen=True)
+class WatchSet:
+    """The delimiters that can fire in one parser state, and what lets a scan skip text none of them can start.
+
+    Attributes:
+        delimiters: in an explicit region, its close (if it has one); in the implicit region (or the sink when
+            there is none), every open and the implicit field's close.
+        prefilter: the union of their prefilters: a position it rules out is one where none of them can match or
+            partially match. None when one of them has no prefilter.
+        triggers: the first characters of the prefilter's literals, or None without a prefilter. A chunk that has
+            none of them, arriving while nothing is held, cannot start a delimiter (unless the prefilter's
+            ``at_start`` applies, at index 0 of the buffer).
+        literal_set: the prefilter's literals, to tell a whole one from one cut off by the buffer edge.
+    """
+
+    delimiters: tuple[Delimiter, ...]
+    prefilter: Prefilter | None
+    triggers: str | None
+    literal_set: frozenset = frozenset()
+    finder: object = None  # the prefilter's compiled finder, when there is one: a whole scan can start with it
+    at_start: bool = False  # the prefilter's at_start
+    # Every delimiter is a literal list: (literal, delimiter) pairs, longest literal first, for `literal_step`.
+    literal_owners: tuple | None = None
+
+
+def watch_sets(template: CompiledTemplate) -> dict:
+    """Field name (and None, the state without an implicit field) -> the `WatchSet` of that state.
+
+    The implicit field's name maps to the same set as None: both mean "no explicit region is open".
+    """
+    fields, implicit = template.fields, template.implicit
+    sets: dict = {}
+    for state in [*fields, None]:
+        if state is not None and state != implicit:
+            close = fields[state].close
+            delimiters = (close,) if close is not None else ()
+        else:
+            opens = [f.open for f in fields.values() if f.open is not None]
+            if implicit is not None and fields[implicit].close is not None:
+                opens.append(fields[implicit].close)
+            delimiters = tuple(opens)
+        prefilter = None
+        if delimiters and all(d.prefilter is not None for d in delimiters):
+            prefilter = make_prefilter([lit for d in delimiters for lit in d.prefilter.literals],
+                                       any(d.prefilter.at_start for d in delimiters))
+        fast = prefilter is not None and (prefilter.finder is not None or not prefilter.literals)
+        owners = None
+        if delimiters and all(d.literals is not None for d in delimiters):
+            owners = tuple(sorted(((lit, d) for d in delimiters for lit in d.literals), key=lambda p: -len(p[0])))
+        sets[state] = WatchSet(delimiters, prefilter, prefilter.first_chars if fast else None,
+                               frozenset(prefilter.literals) if prefilter is not None else frozenset(),
+                               prefilter.finder if prefilter is not None else None,
+                               prefilter is not None and prefilter.at_start, owners)
+    return sets
+
+
+def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | None, int]:
+    """`scan` for a state whose delimiters are all literals, given ``at``: the first position at or after the
+    scan position where a literal starts whole (the state's finder found one there; nothing before it).
+
+    The delimiters with a literal at ``at`` compete there (longest, then opens first, then field name). While
+    streaming, the scan holds from ``at`` instead if a literal of any of them is cut off there by the buffer
+    edge, or if a match ends at the edge in a list where one literal extends another. Same result as `scan`.
+    """
     end = len(buf)
-    lo = max(lo, end - delim.max_width + 1)
-    hi = min(hi, end - 1)
-    if lo > hi:
-        return None
-    found = None
-    for char in delim.first_chars:
-        p = buf.find(char, lo, hi + 1)
-        while p != -1 and (found is None or p < found):
-            rest = buf[p:]
-            if any(len(lit) > len(rest) and lit.startswith(rest) for lit in delim.literals):
-                found = p
-                break
-            p = buf.find(char, p + 1, hi + 1)
-    return found
+    best = None
+    seen = set()
+    for lit, delim in watch.literal_owners:  # longest first: a delimiter's first hit is its longest literal
+        if len(lit) > end - at:
+            if not eos and buf.startswith(lit[:end - at], at):
+                return None, at  # cut off by the edge: more text may make it whole
+            continue
+        if id(delim) in seen or not buf.startswith(lit, at):
+            continue
+        seen.add(id(delim))
+        stop = at + len(lit)
+        if not eos and stop == end and delim.can_extend:
+            return None, at
+        key = (at - stop, OPEN_FIRST[delim.kind], delim.field)
+        if best is None or key < best[0]:
+            best = (key, delim, stop)
+    return Hit(best[1], at, best[2], {}), end
+
+
+def _longest_at(delim: Delimiter, buf: str, at: int) -> int:
+    """End of the longest literal of ``delim`` that starts at ``at``, or -1."""
+    for lit in delim.ordered:  # longest first
+        if buf.startswith(lit, at):
+            return at + len(lit)
+    return -1
+
+
+def _cut_off(literals: tuple[str, ...], buf: str, at: int) -> bool:
+    """Whether ``buf[at:]`` is a proper prefix of one of ``literals`` (the buffer ends inside it)."""
+    rest = len(buf) - at
+    return any(len(lit) > rest and buf.startswith(lit[:rest], at) for lit in literals)
 
 
 def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
@@ -93,35 +228,39 @@ def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
     return start, stop
 
 
-def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, timeout: float | None,
-                   pattern=None) -> int | None:
+def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseContext,
+                   clock: SearchClock, pattern=None) -> int | None:
     """Leftmost p in [lo, hi] from which a match of the regex (or ``pattern``; default: the pattern without
     ``\\K``) could still reach past the buffer edge."""
     end = len(buf)
     if delim.max_width is not None:
         reach = delim.max_width + (delim.lookahead or 0)
         lo = max(lo, end - reach)
-    for p in range(lo, hi + 1):
-        m = delim.run("fullmatch", buf, p, partial=True, timeout=timeout,
-                      pattern=pattern if pattern is not None else delim.attempt_regex)
-        if m is not None:
+    prefilter = delim.prefilter if pattern is None else None
+    p = lo if prefilter is None else prefilter.candidate(buf, lo)
+    while -1 < p <= hi:
+        if clock.run(delim, "fullmatch", buf, p, ctx, partial=True,
+                     pattern=pattern if pattern is not None else delim.attempt_regex) is not None:
             return p
+        p = p + 1 if prefilter is None else prefilter.candidate(buf, p + 1)
     return None
 
 
-def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
-         timeout: float | None = None, origin: int | None = None) -> tuple[Hit | None, int]:
+def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
+         timeout: ParseContext | float | None = None, origin: int | None = None,
+         clock: SearchClock | None = None) -> tuple[Hit | None, int]:
     """Find the next delimiter to commit in ``buf[pos:]``, holding back whatever more input could change.
 
     Args:
-        watch: the delimiters that can fire in the current state.
+        watch: the delimiters that can fire in the current state (a `WatchSet`, or any iterable of them).
         buf: the buffer (it may start before ``pos``: earlier text is context for lookbehinds).
         pos: where unconsumed text starts.
         eos: end of stream; nothing is held and every complete match can commit.
-        timeout: the regex time limits (a `ParseContext`, seconds per call, or None), passed to `Delimiter.run`.
+        timeout: the regex time limits (a `ParseContext`, seconds per search, or None).
         origin: where the reference would search from (the end of the last delimiter, ``<= pos``; default
             ``pos``). Delimiters whose matches depend on where a search starts (`Delimiter.search_from_origin`:
             ``\\G``, fuzzy, reverse) are searched from there; flushing text never moves it.
+        clock: the parse's `SearchClock` (regex time per search since the last commit); None: a fresh one.
 
     Returns:
         ``(hit, hold_start)``: the winning committable match (earliest start, then longest, then opens before
@@ -129,70 +268,107 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
         (``len(buf)`` when nothing is pending).
 
     Raises:
-        PatternTimeoutError, BudgetExceededError: a pattern exceeded the per-call budget or the deadline.
+        PatternTimeoutError, BudgetExceededError: a search exceeded its budget, or the deadline passed.
     """
     end = len(buf)
+    if isinstance(watch, WatchSet):
+        watch = watch.delimiters
+    ctx = as_context(timeout)
+    if clock is None:
+        clock = SearchClock()
     if origin is None:
         origin = pos
     hold = end
     best = None  # (key, delim, start, stop, match or None)
     kept_text = []  # where the attempts of complete \K matches began (the text before \K is part of the match)
+    deferred = None  # (position, delimiter) of the leftmost regex delimiter held without running its regex
     for delim in watch:
         match = None
+        prefilter = delim.prefilter
         start_at = origin if delim.search_from_origin else pos
         if delim.literals is not None:
-            start, stop = _literal_search(delim, buf, pos)
-            if not eos:
-                pending = _literal_pending(delim, buf, pos, end if start == -1 else start)
-                if start != -1 and stop == end and delim.can_extend and (pending is None or start < pending):
-                    pending = start
+            at = prefilter.candidate(buf, pos)
+            if at == -1:
+                continue
+            if eos:
+                start, stop = _literal_search(delim, buf, at)
+                if start == -1:
+                    continue
+            else:
+                # The leftmost place a literal starts or is cut off by the edge: it holds if the literal is cut
+                # off, if a longer literal could still start there, or if one literal of the list extends another.
+                stop = _longest_at(delim, buf, at)
+                if stop == -1 or (stop == end and delim.can_extend) or (
+                        end - at < delim.max_width and _cut_off(delim.literals, buf, at)):
+                    hold = min(hold, at)
+                    continue
+                start = at
+        else:
+            if prefilter is not None:
+                at = prefilter.candidate(buf, pos)
+                if at == -1:
+                    continue  # no match and no partial match: the regex need not run
+                if not eos and not (prefilter.at_start and at == 0):
+                    if not _literal_starts(prefilter, buf, at):
+                        hold = min(hold, at)  # only a cut-off literal at the edge: wait for the text to decide it
+                        continue
+                    waiting = getattr(clock, "waiting", None)
+                    if (delim.suffixes is not None and end - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
+                            or waiting and waiting.get(id(delim)) == at):
+                        # A match from here must end with a suffix that has not arrived; or a complete match here
+                        # is one that only the end of the stream decides.
+                        hold = min(hold, at)
+                        if deferred is None or at < deferred[0]:
+                            deferred = (at, delim)
+                        continue
+                start_at = at
+            if eos:
+                match = _search(delim, buf, start_at, False, ctx, clock)
+                if match is None:
+                    continue
+                start, stop = match.span()
+            elif delim.unbounded:
+                # Fuzzy matching: which match a search finds can change with any later text, so nothing from
+                # the search origin on is decided before the end of the stream.
+                hold = min(hold, start_at)
+                continue
+            elif delim.reverse:
+                # A reverse search finds the match that ends last, and more text can always bring a later one:
+                # it commits only at the end of the stream. Its match cannot start before the leftmost position
+                # where the same pattern, searching forwards, matches or partially matches.
+                ahead = clock.run(delim, "search", buf, start_at, ctx, partial=True, pattern=delim.forward_regex)
+                if ahead is not None:
+                    first = ahead.start()
+                    if not ahead.partial:  # a complete match is preferred to an earlier partial one: look before it
+                        earlier = _regex_pending(delim, buf, start_at, first - 1, ctx, clock,
+                                                 pattern=delim.forward_regex)
+                        first = first if earlier is None else earlier
+                    hold = min(hold, first)
+                continue
+            else:
+                match = _search(delim, buf, start_at, True, ctx, clock, streaming=True)
+                # With \K the reported match starts after text the attempt already consumed; hold from where
+                # the attempt began (the same pattern without \K), or that text could be flushed away.
+                attempt = match if delim.attempt_regex is None else clock.run(
+                    delim, "search", buf, start_at, ctx, partial=True, pattern=delim.attempt_regex)
+                if attempt is None:
+                    continue
+                if attempt.partial or match is None or match.partial:
+                    hold = min(hold, attempt.start())
+                    continue
+                start, stop = match.span()
+                pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock)
                 if pending is not None:
                     hold = min(hold, pending)
-                    if start == -1 or pending <= start:
+                    if (delim.lookahead is None and delim.stable and start == start_at and pending == start
+                            and prefilter is not None and isinstance(clock, ScanState)):
+                        clock.waiting[id(delim)] = start
+                        if deferred is None or start < deferred[0]:
+                            deferred = (start, delim)
+                    if pending <= start:
                         continue
-            if start == -1:
-                continue
-        elif eos:
-            match = delim.run("search", buf, start_at, timeout=timeout)
-            if match is None:
-                continue
-            start, stop = match.span()
-        elif delim.unbounded:
-            # Fuzzy matching: which match a search finds can change with any later text, so nothing from the
-            # search origin on is decided before the end of the stream.
-            hold = min(hold, start_at)
-            continue
-        elif delim.reverse:
-            # A reverse search finds the match that ends last, and more text can always bring a later one: it
-            # commits only at the end of the stream. Its match cannot start before the leftmost position where
-            # the same pattern, searching forwards, matches or partially matches.
-            ahead = delim.run("search", buf, start_at, partial=True, timeout=timeout, pattern=delim.forward_regex)
-            if ahead is not None:
-                first = ahead.start()
-                if not ahead.partial:  # a complete match is preferred to an earlier partial one: look before it
-                    earlier = _regex_pending(delim, buf, start_at, first - 1, timeout, pattern=delim.forward_regex)
-                    first = first if earlier is None else earlier
-                hold = min(hold, first)
-            continue
-        else:
-            match = delim.run("search", buf, start_at, partial=True, timeout=timeout)
-            # With \K the reported match starts after text the attempt already consumed; hold from where
-            # the attempt began (the same pattern without \K), or that text could be flushed away.
-            attempt = match if delim.attempt_regex is None else delim.run(
-                "search", buf, start_at, partial=True, timeout=timeout, pattern=delim.attempt_regex)
-            if attempt is None:
-                continue
-            if attempt.partial or match is None or match.partial:
-                hold = min(hold, attempt.start())
-                continue
-            start, stop = match.span()
-            pending = _pending_start(delim, buf, start_at, attempt.start(), stop, timeout)
-            if pending is not None:
-                hold = min(hold, pending)
-                if pending <= start:
-                    continue
-            if attempt.start() < start:
-                kept_text.append(attempt.start())
+                if attempt.start() < start:
+                    kept_text.append(attempt.start())
         key = (start, start - stop, OPEN_FIRST[delim.kind], delim.field)
         if best is None or key < best[0]:
             best = (key, delim, start, stop, match)
@@ -201,14 +377,69 @@ def scan(watch: Iterable[Delimiter], buf: str, pos: int, eos: bool,
         # \K: flushed, that text would be gone from the next search, and the match with it.
         if kept_text:
             hold = min(hold, *kept_text)
+        if isinstance(clock, ScanState):
+            clock.deferred = deferred if deferred is not None and deferred[0] == hold else None
         return None, hold
     _, delim, start, stop, match = best
     captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
     return Hit(delim, start, stop, captures), hold
 
 
-def scan_as_reference(watch: Iterable[Delimiter], buf: str, pos: int, origin: int,
-                      timeout: float | None = None) -> tuple[Hit | None, int]:
+def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContext, clock: SearchClock,
+            streaming: bool = False):
+    """``delim.regex.search(buf, at, partial=partial)`` under the search's budget.
+
+    A pattern whose lookbehind reach is unbounded (one that re-reads the stream back to its start at every
+    place it is tried) is searched one candidate at a time, with the same result: the leftmost complete match
+    at a candidate, else (``partial``) the leftmost partial one. The ``regex`` module does not interrupt a
+    lookbehind, so one call over a long text could run far past the budget; candidate by candidate, the budget
+    is checked between calls, and a one-shot parse stops where a streamed one does.
+
+    ``streaming`` (`scan`, not the reference's rule): such a lookbehind makes ``regex`` report a partial match
+    at a place where the text after it already rules one out (it ran more than the pattern's widest match, and
+    its lookahead, past that place): that is no partial match, and holding there would hold the rest of the
+    stream, re-reading it on every feed. Skipped.
+    """
+    prefilter = delim.prefilter
+    if prefilter is None or delim.lookbehind is not None:
+        return clock.run(delim, "search", buf, at, ctx, partial=partial)
+    decided = None
+    if streaming and delim.max_width is not None and delim.lookahead is not None:
+        decided = len(buf) - delim.max_width - delim.lookahead  # a match starting before this is decided
+    first_partial = None
+    p = at
+    while p != -1:
+        m = clock.run(delim, "match", buf, p, ctx, partial=partial)
+        if m is not None:
+            if not m.partial:
+                return m
+            if first_partial is None and (decided is None or p >= decided):
+                first_partial = m
+        p = prefilter.candidate(buf, p + 1)
+    return first_partial
+
+
+def _suffix_after(delim: Delimiter, buf: str, at: int) -> bool:
+    """Whether one of the delimiter's suffix literals occurs where a match starting at or after ``at`` could end
+    with it (no earlier than its shortest match allows)."""
+    width = delim.min_width
+    for suffix in delim.suffixes:
+        if buf.find(suffix, max(at, at + width - len(suffix))) != -1:
+            return True
+    return False
+
+
+def _literal_starts(prefilter: Prefilter, buf: str, at: int) -> bool:
+    """Whether a whole literal of the prefilter starts at ``at`` (else only a cut-off one is there)."""
+    for lit in prefilter.literals:
+        if buf.startswith(lit, at):
+            return True
+    return False
+
+
+def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, origin: int,
+                      timeout: ParseContext | float | None = None,
+                      clock: SearchClock | None = None) -> tuple[Hit | None, int]:
     """One step of the reference's own (not stream-safe) rule, for the two places where its one-shot result
     depends on it: the end of the prompt prefix, and the end of the generation before the final flush.
 
@@ -216,13 +447,36 @@ def scan_as_reference(watch: Iterable[Delimiter], buf: str, pos: int, origin: in
     ending exactly at the buffer edge that could grow there (a regex, a zero-width match, or a literal another
     literal of its list extends), holds from its reported start (after ``\\K``, if any); any other complete
     match is final, even when more text could still lengthen it. Same arguments, result and errors as `scan`
-    (with ``eos`` false); ``origin`` is where the reference searches from.
+    (with ``eos`` false); ``origin`` is where the reference searches from. A delimiter whose prefilter rules
+    out all of ``buf[pos:]`` is skipped (its search would find nothing, or an empty partial match at the edge,
+    which holds nothing), and one with a candidate is searched from there: the same result, fewer calls.
     """
+    if isinstance(watch, WatchSet):
+        watch = watch.delimiters
+    ctx = as_context(timeout)
+    if clock is None:
+        clock = SearchClock()
     end = len(buf)
     hold = end
     best = None
     for delim in watch:
-        match = delim.run("search", buf, origin if delim.search_from_origin else pos, partial=True, timeout=timeout)
+        start_at = origin if delim.search_from_origin else pos
+        if delim.prefilter is not None:
+            start_at = delim.prefilter.candidate(buf, pos)
+            if start_at == -1:
+                continue
+        if delim.literals is not None:
+            # The search of the escaped literals, without the regex: a complete match anywhere comes first
+            # (leftmost, longest at its start), else the leftmost literal cut off by the edge (a partial match).
+            start, stop = _literal_search(delim, buf, start_at)
+            if start == -1 or (stop == end and delim.can_extend):
+                hold = min(hold, start_at if start == -1 else start)
+                continue
+            key = (start, start - stop, OPEN_FIRST[delim.kind], delim.field)
+            if best is None or key < best[0]:
+                best = (key, delim, start, stop, None)
+            continue
+        match = _search(delim, buf, start_at, True, ctx, clock)
         if match is None:
             continue
         start, stop = match.span()
@@ -235,11 +489,12 @@ def scan_as_reference(watch: Iterable[Delimiter], buf: str, pos: int, origin: in
     if best is None or best[2] >= hold:
         return None, hold
     _, delim, start, stop, match = best
-    return Hit(delim, start, stop, {k: v for k, v in match.groupdict().items() if v is not None}), hold
+    captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
+    return Hit(delim, start, stop, captures), hold
 
 
-def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int,
-                   timeout: float | None) -> int | None:
+def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, ctx: ParseContext,
+                   clock: SearchClock) -> int | None:
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
@@ -247,6 +502,6 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int,
         # The match itself may still change (it ends at the edge, or its lookahead may read past it). And a
         # partial search reports a complete match in preference to an earlier partial one (`a.*z|b` seeing
         # `a b` reports `b`), so an earlier attempt may be pending too.
-        earlier = _regex_pending(delim, buf, pos, start - 1, timeout)
+        earlier = _regex_pending(delim, buf, pos, start - 1, ctx, clock)
         return start if earlier is None else earlier
-    return _regex_pending(delim, buf, pos, start, timeout)
+    return _regex_pending(delim, buf, pos, start, ctx, clock)

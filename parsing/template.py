@@ -24,7 +24,8 @@ import regex
 from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
-from .transform import PLACEHOLDER, check_transform_strings
+from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter
+from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
 MAX_TEMPLATE_JSON_CHARS = 1_000_000
@@ -59,8 +60,10 @@ class Delimiter:
         lookahead: how many characters past the end of a match the pattern may
             inspect (lookaheads, ``$``, ``\\b``), None if unbounded.
         lookbehind: how many characters before the search position the pattern
-            may inspect (lookbehinds, ``\\b``), None if unbounded or if it needs
-            the true start of the stream (``^``, ``\\A``).
+            may inspect (lookbehinds, ``\\b``), None if unbounded. ``^`` and ``\\A``
+            count as 0: they hold only at index 0 of the scan buffer, and a trimmed
+            buffer always keeps context before every position searched (see
+            `ResponseParser`), so they never mistake its first index for the stream's.
         attempt_regex: for a pattern with ``\\K`` (which drops the text matched
             before it from the match), the same pattern without ``\\K``, whose
             match starts where the attempt began: hold-back must start there.
@@ -76,6 +79,15 @@ class Delimiter:
         forward_regex: for a reverse search (``(?r)``), the same pattern searching
             forwards (None if it could not be derived); its leftmost partial or
             complete match bounds where the reverse match can still start.
+        prefilter: where a match attempt can succeed at all (`parsing.prefilter`):
+            a literal's own strings, or the literals derived from a pattern; None
+            for a pattern with none, or one searched from the origin or with ``\\K``.
+        suffixes: for a pattern with a prefilter, literals one of which every
+            complete match ends with (`parsing.prefilter.derive_suffixes`), or None.
+        min_width: the shortest text the pattern can match (0 when unknown).
+        stable: a complete match that ends before the end of the text stays a
+            match at the same start whatever text follows (no negative
+            lookaround, end or boundary assertion in the pattern).
     """
 
     field: str | None
@@ -94,6 +106,10 @@ class Delimiter:
     unbounded: bool = False
     reverse: bool = False
     forward_regex: Any = None
+    prefilter: Prefilter | None = None
+    suffixes: tuple[str, ...] | None = None
+    min_width: int = 0
+    stable: bool = False
 
     @property
     def is_literal(self) -> bool:
@@ -127,6 +143,7 @@ class FieldSpec:
     optional: Any
     transform: Any
     transform_each: bool
+    transform_fn: Any = None  # `transform.compile_transform` of ``transform``
 
     @property
     def dirty(self) -> bool:
@@ -152,6 +169,8 @@ class CompiledTemplate:
     defaults: dict
     start_anchor: Delimiter
     field_names: tuple[str, ...] = dc_field(default=())
+    # What parsers derive from the template once and share (filled by `parsing.parser` on first use).
+    derived: dict = dc_field(default_factory=dict, compare=False, repr=False)
 
     def truncate_prefix(self, prefix: str, timeout: ParseContext | float | None = None) -> tuple[str, str]:
         """Split ``prefix`` after the end of the last start-anchor match.
@@ -160,12 +179,30 @@ class CompiledTemplate:
         is empty and the whole prefix is kept (as in the reference, which logs it).
         Matches are taken left to right without overlap, like ``finditer``.
         """
-        last_end = None
-        for m in self.start_anchor.run("finditer", prefix, timeout=timeout):
-            last_end = m.end()
+        anchor = self.start_anchor
+        plain = self.derived.get("anchor_literal", False)
+        if plain is False:
+            literals = anchor.literals
+            plain = self.derived["anchor_literal"] = (
+                literals[0] if literals is not None and len(literals) == 1 and not _overlaps_itself(literals[0])
+                else None)
+        if plain is not None:
+            # One literal that cannot overlap itself: its matches never overlap, the last one is the last
+            # occurrence (a search of plain text, with no regex to run under a time budget).
+            found = prefix.rfind(plain)
+            last_end = None if found == -1 else found + len(plain)
+        else:
+            last_end = None
+            for m in anchor.run("finditer", prefix, timeout=timeout):
+                last_end = m.end()
         if last_end is None:
             return "", prefix
         return prefix[:last_end], prefix[last_end:]
+
+
+def _overlaps_itself(literal: str) -> bool:
+    """Whether two occurrences of ``literal`` can overlap (a proper prefix of it is also a suffix: ``"aba"``)."""
+    return any(literal.endswith(literal[:k]) for k in range(1, len(literal)))
 
 
 def _scope_error(path: str, message: str, *, type_error: bool = False, pattern_pos: int | None = None):
@@ -243,6 +280,57 @@ def _forward_version(source: str) -> Any:
     return None if compiled.flags & regex.REVERSE else compiled
 
 
+# An unescaped named-group opening `(?P<name>`.
+_GROUP_NAME = _stdlib_re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<\w+>")
+
+
+def _sre_tree(source: str):
+    """The standard library's parse of a pattern (DOTALL), or None for syntax only the `regex` module knows."""
+    import re._parser as sre_parse  # Python 3.11+
+
+    try:
+        return sre_parse.parse(source, _stdlib_re.DOTALL)
+    except Exception:
+        # Group names do not change what a pattern can match, and the standard library refuses a name used
+        # twice (gpt-oss: `(?P<name>...)` in both alternatives): try again without them.
+        try:
+            return sre_parse.parse(_GROUP_NAME.sub(r"\1(?:", source), _stdlib_re.DOTALL)
+        except Exception:
+            return None
+
+
+def _pattern_shape(source: str) -> tuple[int, bool]:
+    """(The shortest text the pattern can match; whether a complete match that ends before the end of the text
+    stays a match at the same start whatever text follows). The second holds when nothing in the pattern can
+    read the end of the text and succeed there: no negative lookaround, no ``$``/``\\Z``/``\\b``/``\\B``, no
+    conditional. Unknown syntax: (0, False)."""
+    from re import _constants as c
+
+    tree = _sre_tree(source)
+    if tree is None:
+        return 0, False
+
+    def stable(items) -> bool:
+        for op, av in items:
+            if op is c.ASSERT_NOT or op is c.GROUPREF_EXISTS:
+                return False
+            if op is c.AT and av not in (c.AT_BEGINNING, c.AT_BEGINNING_STRING):
+                return False
+            if op is c.ASSERT and not stable(av[1]):
+                return False
+            if op is c.SUBPATTERN and not stable(av[-1]):
+                return False
+            if op is c.BRANCH and not all(stable(sub) for sub in av[1]):
+                return False
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and not stable(av[2]):
+                return False
+            if op is getattr(c, "ATOMIC_GROUP", None) and not stable(av):
+                return False
+        return True
+
+    return tree.getwidth()[0], stable(tree)
+
+
 def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
     """Upper bounds on (match width, lookahead reach, lookbehind reach) of a regex; None when unbounded or unknown.
 
@@ -255,9 +343,8 @@ def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
     except ImportError:  # pragma: no cover - older Pythons
         import sre_constants  # type: ignore
         import sre_parse  # type: ignore
-    try:
-        tree = sre_parse.parse(source, _stdlib_re.DOTALL)
-    except Exception:
+    tree = _sre_tree(source)
+    if tree is None:
         return None, None, None
     maxrepeat = sre_constants.MAXREPEAT
     hi = tree.getwidth()[1]
@@ -283,7 +370,7 @@ def _assert_reach(items, direction: int, c) -> int | None:
             elif direction == 1 and av is c.AT_END_STRING:
                 bump(1)
             elif direction == -1 and av in (c.AT_BEGINNING, c.AT_BEGINNING_STRING):
-                bump(None)  # needs to know where the stream really starts
+                bump(0)  # index 0 only: see `Delimiter.lookbehind`
         elif op in (c.ASSERT, c.ASSERT_NOT):
             assert_dir, sub = av
             inner = _assert_reach(sub, direction, c)
@@ -343,7 +430,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
         return Delimiter(field_name, kind, regex.compile(source, regex.DOTALL), source, tuple(literals),
                          can_extend, max(len(s) for s in literals), 0, 0, tuple(ordered),
-                         "".join(dict.fromkeys(s[0] for s in literals)))
+                         "".join(dict.fromkeys(s[0] for s in literals)), prefilter=make_prefilter(literals))
     if pattern_key in spec:
         source = spec[pattern_key]
         where = _join_path(path, pattern_key)
@@ -371,9 +458,14 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         reverse = bool(compiled.flags & regex.REVERSE)
         forward = _forward_version(attempt_source) if reverse and not anchored else None
         width, lookahead, lookbehind = (None, None, None) if fuzzy or reverse else _pattern_reach(reach_source)
+        plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
+        prefilter = derive_prefilter(source) if plain else None
+        min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
         return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
                          attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
-                         unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward)
+                         unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
+                         prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
+                         min_width=min_width, stable=stable)
     return None
 
 
@@ -424,6 +516,7 @@ def _build_field(name: str, spec: Any) -> FieldSpec:
         name=name, open=open_delim, close=close_delim, content=content,
         content_args=spec.get("content_args", {}), repeats=spec.get("repeats", False), join=join,
         optional=spec.get("optional", True), transform=transform, transform_each=transform_each,
+        transform_fn=compile_transform(transform) if transform is not None else None,
     )
 
 

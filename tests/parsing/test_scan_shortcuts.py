@@ -1,0 +1,80 @@
+"""The scanner's shortcuts (prefilters, holding a cut-off or suffix-less candidate without its regex, matches
+that wait for the end of the stream, the per-state search of all literals) change no result: a template parsed
+with them gives the messages and (merged) events of the same template with every shortcut switched off, under
+any chunking. Templates mix library-style patterns with random ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from examples import list_families, load_family
+from parsing import load_template
+from parsing.streams import merged_events, parse_stream, random_chunks
+from parsing.template import CompiledTemplate, _pattern_shape
+
+from test_prefilter import TEXTS, _compiled, _pattern
+
+
+def without_shortcuts(template: CompiledTemplate) -> CompiledTemplate:
+    """The same template with no prefilter, suffix or stability facts: every regex runs on every scan."""
+
+    def plain(delim):
+        if delim is None or delim.literals is not None:
+            return delim  # literal delimiters keep their (exact) prefilter: it is how they are searched
+        return dataclasses.replace(delim, prefilter=None, suffixes=None, stable=False)
+
+    fields = {name: dataclasses.replace(f, open=plain(f.open), close=plain(f.close))
+              for name, f in template.fields.items()}
+    return dataclasses.replace(template, fields=fields, derived={})
+
+
+def outcome(template, prefix, chunks, tools=None):
+    out = parse_stream(template, prefix, chunks, tools=tools)
+    return out.result(), merged_events(out.events)
+
+
+def assert_same(template_dict, prefix, text, seed, tools=None):
+    fast = load_template(template_dict)
+    slow = without_shortcuts(fast)
+    rng = random.Random(seed)
+    for chunks in ([text], [c for c in text], random_chunks(text, rng, 5), random_chunks(text, rng, 3)):
+        assert outcome(fast, prefix, chunks, tools) == outcome(slow, prefix, chunks, tools), (template_dict, chunks)
+
+
+@pytest.mark.parametrize("name", list_families())
+def test_library_transcripts_with_and_without_shortcuts(name):
+    family = load_family(name)
+    for i, transcript in enumerate(family.transcripts):
+        assert_same(family.template, transcript.prefix, transcript.output, i, transcript.tools or None)
+
+
+DELIMS = st.one_of(_pattern(), st.sampled_from([
+    r"<a>", r"</a>(?:\s*</w>)?", r"(?=<b)", r"<c (?P<n>\w+)>", r"(?=\{\s*x)", r"ab+", r"(?=>>[ab]+\n)|<e>",
+    r"<\|t\|>(?P<n>[^<]*)<\|m\|>", r"^", r"\A<s>|<b>",
+]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(open_=DELIMS, close=DELIMS, text=TEXTS, extra=st.lists(st.sampled_from(
+    ["<a>", "</a>", "<b", "<c ab>", "{ x", ">>ab\n", "<e>", "<|t|>n<|m|>", "<|t|>", "\n", " "]), max_size=6),
+    seed=st.integers(0, 1000))
+def test_random_templates_with_and_without_shortcuts(open_, close, text, extra, seed):
+    if _compiled(open_) is None or _compiled(close) is None or _pattern_shape(close)[0] == 0:
+        return  # a close that can match empty text can re-fire forever (the reference loops too)
+    rng = random.Random(seed)
+    pieces = [text] + extra
+    rng.shuffle(pieces)
+    template = {"start_anchor": "S", "fields": {
+        "content": {},
+        "x": {"open_pattern": open_, "close_pattern": close, "repeats": True, "transform": {"v": "{content}"}},
+    }}
+    try:
+        load_template(template)
+    except ValueError:
+        return
+    assert_same(template, "", "".join(pieces), seed)
