@@ -54,8 +54,8 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("watch", "dirty", "keep_context", "context", "origin_search", "defaults", "plain_defaults",
-                 "required")
+    __slots__ = ("watch", "dirty", "keep_context", "context", "history", "origin_search", "defaults",
+                 "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
@@ -65,7 +65,12 @@ class _Plan:
         regexes = {id(d): d for w in self.watch.values() for d in w.delimiters if d.literals is None}.values()
         behind = [d.lookbehind for d in regexes]
         self.keep_context = bool(behind)
-        self.context = None if None in behind else max(behind, default=0) + CONTEXT_CHARS
+        bounded = [d.lookbehind if d.lookbehind is not None else d.split_lookbehind for d in regexes
+                   if d.lookbehind is not None or d.split is not None]
+        self.context = max(bounded, default=0) + CONTEXT_CHARS
+        # A lookbehind of unbounded reach may read back to the start of the stream: the text trimmed from the scan
+        # buffer is kept aside (`_history`) and put back in front of it for the scans that run such a pattern.
+        self.history = None in behind
         # Delimiters searched from the search origin (\G, fuzzy, reverse) need the text from there on.
         self.origin_search = any(d.search_from_origin for d in regexes)
         self.defaults = template.defaults
@@ -163,6 +168,8 @@ class ResponseParser:
         self._dirty = plan.dirty
         self._keep_context = plan.keep_context
         self._context = plan.context
+        self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
+        self._history_len = 0
         self._origin_search = plan.origin_search
         self._clock: ScanState | None = None  # made on the first full scan
         self._output: dict[str, Any] = dict(plan.defaults) if plan.plain_defaults else deepcopy(plan.defaults)
@@ -173,6 +180,7 @@ class ResponseParser:
         self._base = 0
         self._pos = 0
         self._origin = 0
+        self._state_start = 0  # stream offset where the current region (or the implicit state) began
         self._current: str | None = self._implicit
         self._opened = False
         self._captures: dict = {}
@@ -388,15 +396,16 @@ class ResponseParser:
         consumed = (min(self._pos, self._origin) if self._origin_search else self._pos) - self._base
         if not self._keep_context:
             cut = consumed
-        elif self._context is not None and consumed >= TRIM_EVERY + self._context:
+        elif consumed >= TRIM_EVERY + self._context:
             cut = consumed - self._context
         else:
             return
         if cut:
+            if self._history is not None:
+                self._history.append(self._buf[:cut])
+                self._history_len += cut
             self._buf = self._buf[cut:]
             self._base += cut
-            if self._clock is not None:
-                self._clock.forget()
 
     def _process(self, events: list[dict], eos: bool, as_reference: bool = False) -> None:
         """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
@@ -419,7 +428,7 @@ class ResponseParser:
                 hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
             elif found is not None and not eos and not as_reference and (
                     found.group() not in watch.literal_set
-                    or self._clock is not None and self._clock.still_deferred(buf, found.start())):
+                    or self._clock is not None and self._clock.still_deferred(buf, found.start(), base)):
                 # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
                 # and would hold again: hold from there, no regex.
                 hit, hold = None, found.start()
@@ -432,10 +441,33 @@ class ResponseParser:
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()
+                scan_base = base
+                before = ""
+                if (watch.history_any if as_reference else watch.history) and self._history_len:
+                    # A lookbehind here may read back to the start of the stream: scan the whole stream.
+                    history = self._history
+                    if len(history) > 1:
+                        history[:] = ["".join(history)]
+                    buf = history[0] + buf
+                    pos += self._history_len
+                    scan_base = base - self._history_len
                 if as_reference:
-                    hit, hold = scan_as_reference(watch, buf, pos, self._origin - base, ctx, clock)
+                    hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock)
                 else:
-                    hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - base, clock)
+                    if self._history_len and scan_base == base:
+                        history = self._history
+                        if len(history) > 1:
+                            history[:] = ["".join(history)]
+                        before = history[0]  # for the lookbehinds of split delimiters
+                    window = self._state_start - scan_base
+                    hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
+                                     window if window >= 0 else None)
+                hold += scan_base - base
+                if hit is not None and scan_base != base:
+                    hit.start += scan_base - base
+                    hit.end += scan_base - base
+                    if self._spans:
+                        hit.text = buf[hit.start - scan_base + base:hit.end - scan_base + base]
             if hit is not None:
                 if self._clock is not None:
                     self._clock.reset()  # a new search begins for every delimiter
@@ -443,6 +475,7 @@ class ResponseParser:
                 if start > self._pos:
                     self._route(events, self._pos, start)
                 self._pos = self._origin = end
+                self._state_start = start if hit.delim.kind == "open" else end
                 if hit.delim.kind == "open":
                     self._close_current(events, start, start)
                     if self._spans:
@@ -576,7 +609,8 @@ class ResponseParser:
 
     def _record_delimiter(self, hit: Hit, start: int, end: int) -> None:
         self.delimiters.append({"field": hit.delim.field, "kind": hit.kind, "start": start, "end": end,
-                                "text": self._buf[hit.start:hit.end], "captures": dict(hit.captures)})
+                                "text": hit.text if hit.text is not None else self._buf[hit.start:hit.end],
+                                "captures": dict(hit.captures)})
         if end > start:
             self._segment("delimiter", hit.delim.field, start, end)
 

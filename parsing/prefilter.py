@@ -191,6 +191,63 @@ def derive_suffixes(source: str) -> tuple[str, ...] | None:
     return None if not ends else tuple(sorted(ends))
 
 
+def split_leading_lookbehind(source: str) -> tuple[str, str, str, str] | None:
+    """For a pattern some of whose top-level alternatives begin with the same positive lookbehind ``(?<=LB)``:
+    ``(LB, when_true, when_false, rest)``, where at any one position the pattern matches exactly as ``when_true``
+    does if LB holds there, and as ``when_false`` does if not (``when_true``: those alternatives without their
+    lookbehind; ``when_false``: without those alternatives, ``(?!)`` if none is left; ``rest``: those
+    alternatives alone, without their lookbehind: where it cannot even partially match, LB does not matter).
+    None when no alternative
+    begins with a lookbehind, when two begin with different ones, or when the pattern uses a backreference or
+    something the reading gives up on.
+
+    A lookbehind that may read back to the start of the stream is then evaluated once per position (its truth
+    there never changes as text is added after it), and the rest of the pattern, searched again as more text
+    arrives, no longer needs the text before the scan buffer.
+    """
+    try:
+        _check_whole(source)
+        if re.search(r"(?<!\\)(?:\\\\)*(?:\\[1-9]|\(\?P=|\\g<)", source):
+            raise _GiveUp("backreference")
+        alternatives = []
+        i = start = 0
+        while True:
+            while i < len(source) and source[i] not in "|)":
+                _, _, i = _atom(source, i)
+                _, i = _quantifier(source, i)
+            alternatives.append(source[start:i])
+            if i >= len(source):
+                break
+            if source[i] == ")":
+                raise _GiveUp("unbalanced parenthesis")
+            i = start = i + 1
+    except (_GiveUp, IndexError, ValueError):
+        return None
+    behind, with_lb, without_lb = None, [], []
+    for alt in alternatives:
+        if alt.startswith("(?<="):
+            try:
+                kind, _, end = _group(alt, 0)
+                low, after = _quantifier(alt, end)
+            except (_GiveUp, IndexError, ValueError):
+                return None
+            if kind != "zero" or low is not None:
+                return None
+            body = alt[4:end - 1]
+            if behind is not None and body != behind:
+                return None
+            behind = body
+            with_lb.append(alt[end:])
+        else:
+            without_lb.append(alt)
+    if behind is None:
+        return None
+    when_true = "|".join((alt[len(behind) + 5:] if alt.startswith("(?<=" + behind + ")") else alt)
+                         for alt in alternatives)
+    when_false = "|".join(without_lb) if without_lb else "(?!)"
+    return behind, when_true, when_false, "|".join(with_lb)
+
+
 def _alternation_ends(src: str, i: int):
     """Suffix literals of ``alt|alt|...`` from ``i`` to an unmatched ``)`` or the end: (set or None, index)."""
     ends: set | None = set()
@@ -421,4 +478,4 @@ def _quantifier(src: str, i: int):
     return low, i
 
 
-__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "make_prefilter"]
+__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "make_prefilter", "split_leading_lookbehind"]

@@ -67,16 +67,19 @@ WAIT_CHARS = 256
 
 
 class ScanState(SearchClock):
-    """What one parse's scans remember between feeds, until a delimiter commits (`reset`) or the buffer is
-    trimmed (`forget`): the regex time of each search (`SearchClock`), and, per delimiter, the start of a
-    complete match that waits for the end of the stream (a stable pattern whose lookahead reach is unbounded:
-    nothing but the end of the stream decides it, so its regex need not run again before that)."""
+    """What one parse's scans remember between feeds, until a delimiter commits (`reset`): the regex time of each
+    search (`SearchClock`), and, per delimiter, the stream offset of a complete match that waits for the end of
+    the stream (a stable pattern whose lookahead reach is unbounded: nothing but the end of the stream decides
+    it, so its regex need not run again before that). Offsets are absolute: buffer index plus the ``base`` the
+    scan was given."""
 
-    __slots__ = ("waiting", "deferred")
+    __slots__ = ("waiting", "deferred", "lookbehinds")
 
     def __init__(self) -> None:
         super().__init__()
         self.waiting: dict[int, int] = {}
+        # (delimiter id, stream offset) -> whether a split delimiter's lookbehind holds there (it never changes).
+        self.lookbehinds: dict[tuple[int, int], bool] = {}
         # (position, delimiter) when the last scan held from a regex delimiter it did not run (a suffix still
         # missing, or a match waiting for the end of the stream): `still_deferred` re-checks just that.
         self.deferred: tuple[int, Delimiter] | None = None
@@ -85,22 +88,19 @@ class ScanState(SearchClock):
         super().reset()
         if self.waiting:
             self.waiting.clear()
+        if self.lookbehinds:
+            self.lookbehinds.clear()
         self.deferred = None
 
-    def forget(self) -> None:
-        """Buffer positions moved (the parser dropped consumed text)."""
-        if self.waiting:
-            self.waiting.clear()
-        self.deferred = None
-
-    def still_deferred(self, buf: str, at: int) -> bool:
-        """Whether a scan of ``buf`` (unconsumed text from ``at``, no candidate before it) would hold from ``at``
-        again for the reason the last one did: then it holds from there, whatever the other delimiters do."""
+    def still_deferred(self, buf: str, at: int, base: int = 0) -> bool:
+        """Whether a scan of ``buf`` (stream offset ``base`` at index 0; unconsumed text from ``at``, no candidate
+        before it) would hold from ``at`` again for the reason the last one did: then it holds from there,
+        whatever the other delimiters do."""
         deferred = self.deferred
-        if deferred is None or deferred[0] != at:
+        if deferred is None or deferred[0] != at + base:
             return False
         delim = deferred[1]
-        if self.waiting.get(id(delim)) == at:
+        if self.waiting.get(id(delim)) == at + base:
             return True
         return len(buf) - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
 
@@ -113,6 +113,7 @@ class Hit:
     start: int
     end: int
     captures: dict
+    text: str | None = None  # the matched text, when the parser scanned a longer string than its buffer
 
     @property
     def kind(self) -> str:
@@ -142,6 +143,10 @@ class WatchSet:
     at_start: bool = False  # the prefilter's at_start
     # Every delimiter is a literal list: (literal, delimiter) pairs, longest literal first, for `literal_step`.
     literal_owners: tuple | None = None
+    # A delimiter's lookbehind reach is unbounded (and not split): scans that may run its regex need the whole
+    # stream. `history_any`: the same, split delimiters included (the reference's rule runs their whole pattern).
+    history: bool = False
+    history_any: bool = False
 
 
 def watch_sets(template: CompiledTemplate) -> dict:
@@ -171,7 +176,10 @@ def watch_sets(template: CompiledTemplate) -> dict:
         sets[state] = WatchSet(delimiters, prefilter, prefilter.first_chars if fast else None,
                                frozenset(prefilter.literals) if prefilter is not None else frozenset(),
                                prefilter.finder if prefilter is not None else None,
-                               prefilter is not None and prefilter.at_start, owners)
+                               prefilter is not None and prefilter.at_start, owners,
+                               any(d.literals is None and d.lookbehind is None and d.split is None
+                                   for d in delimiters),
+                               any(d.literals is None and d.lookbehind is None for d in delimiters))
     return sets
 
 
@@ -229,9 +237,11 @@ def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
 
 
 def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseContext,
-                   clock: SearchClock, pattern=None) -> int | None:
+                   clock: SearchClock, base: int = 0, before: str = "", window: int | None = None,
+                   pattern=None) -> int | None:
     """Leftmost p in [lo, hi] from which a match of the regex (or ``pattern``; default: the pattern without
-    ``\\K``) could still reach past the buffer edge."""
+    ``\\K``, or for a split delimiter the variant its lookbehind selects there) could still reach past the
+    buffer edge."""
     end = len(buf)
     if delim.max_width is not None:
         reach = delim.max_width + (delim.lookahead or 0)
@@ -239,16 +249,46 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
     prefilter = delim.prefilter if pattern is None else None
     p = lo if prefilter is None else prefilter.candidate(buf, lo)
     while -1 < p <= hi:
-        if clock.run(delim, "fullmatch", buf, p, ctx, partial=True,
-                     pattern=pattern if pattern is not None else delim.attempt_regex) is not None:
+        run = pattern
+        if run is None:
+            run = (delim.attempt_regex if delim.split is None
+                   else _variant(delim, buf, p, base, before, ctx, clock, window))
+        if clock.run(delim, "fullmatch", buf, p, ctx, partial=True, pattern=run) is not None:
             return p
         p = p + 1 if prefilter is None else prefilter.candidate(buf, p + 1)
     return None
 
 
+def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext, clock: SearchClock,
+             window: int | None = None):
+    """For a split delimiter (`Delimiter.split`): the variant of its pattern to run at ``at``.
+
+    Its lookbehind is evaluated at most once per position and remembered: not at all where the alternatives it
+    guards cannot even partially match; first on the text from ``window`` (where the current region began, an
+    index into ``buf``) when a match there is one in the whole stream; else on the whole stream (``before`` +
+    ``buf``)."""
+    behind, when_true, when_false, rest, window_safe = delim.split
+    memo = getattr(clock, "lookbehinds", None)
+    key = (id(delim), at + base)
+    holds = memo.get(key) if memo is not None else None
+    if holds is None:
+        if clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None:
+            return when_false  # the guarded alternatives fail here whatever the lookbehind says
+        holds = False
+        if window_safe and window is not None and 0 <= window <= at:
+            holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None
+        if not holds:
+            text = before + buf if before else buf
+            holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
+        if memo is not None:
+            memo[key] = holds
+    return when_true if holds else when_false
+
+
 def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
          timeout: ParseContext | float | None = None, origin: int | None = None,
-         clock: SearchClock | None = None) -> tuple[Hit | None, int]:
+         clock: SearchClock | None = None, base: int = 0, before: str = "",
+         window: int | None = None) -> tuple[Hit | None, int]:
     """Find the next delimiter to commit in ``buf[pos:]``, holding back whatever more input could change.
 
     Args:
@@ -260,7 +300,13 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         origin: where the reference would search from (the end of the last delimiter, ``<= pos``; default
             ``pos``). Delimiters whose matches depend on where a search starts (`Delimiter.search_from_origin`:
             ``\\G``, fuzzy, reverse) are searched from there; flushing text never moves it.
-        clock: the parse's `SearchClock` (regex time per search since the last commit); None: a fresh one.
+        clock: the parse's `SearchClock` (regex time per search since the last commit; a `ScanState` also
+            remembers what need not be searched again); None: a fresh one.
+        base: the stream offset of ``buf[0]`` (positions a `ScanState` remembers are stream offsets).
+        before: the stream text before ``buf[0]`` that the parser kept (all of it, when a delimiter's lookbehind
+            may read back to the start): what a split delimiter's lookbehind is evaluated on, with ``buf``.
+        window: index in ``buf`` where the current region began (its open delimiter), if it is in ``buf``: a
+            split delimiter's lookbehind is tried on the text from there first.
 
     Returns:
         ``(hit, hold_start)``: the winning committable match (earliest start, then longest, then opens before
@@ -314,7 +360,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         continue
                     waiting = getattr(clock, "waiting", None)
                     if (delim.suffixes is not None and end - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
-                            or waiting and waiting.get(id(delim)) == at):
+                            or waiting and waiting.get(id(delim)) == at + base):
                         # A match from here must end with a suffix that has not arrived; or a complete match here
                         # is one that only the end of the stream decides.
                         hold = min(hold, at)
@@ -323,7 +369,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         continue
                 start_at = at
             if eos:
-                match = _search(delim, buf, start_at, False, ctx, clock)
+                match = _search(delim, buf, start_at, False, ctx, clock, base=base, before=before, window=window)
                 if match is None:
                     continue
                 start, stop = match.span()
@@ -346,7 +392,8 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     hold = min(hold, first)
                 continue
             else:
-                match = _search(delim, buf, start_at, True, ctx, clock, streaming=True)
+                match = _search(delim, buf, start_at, True, ctx, clock, streaming=True, base=base, before=before,
+                                window=window)
                 # With \K the reported match starts after text the attempt already consumed; hold from where
                 # the attempt began (the same pattern without \K), or that text could be flushed away.
                 attempt = match if delim.attempt_regex is None else clock.run(
@@ -357,12 +404,12 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     hold = min(hold, attempt.start())
                     continue
                 start, stop = match.span()
-                pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock)
+                pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock, base, before, window)
                 if pending is not None:
                     hold = min(hold, pending)
                     if (delim.lookahead is None and delim.stable and start == start_at and pending == start
                             and prefilter is not None and isinstance(clock, ScanState)):
-                        clock.waiting[id(delim)] = start
+                        clock.waiting[id(delim)] = start + base
                         if deferred is None or start < deferred[0]:
                             deferred = (start, delim)
                     if pending <= start:
@@ -378,7 +425,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         if kept_text:
             hold = min(hold, *kept_text)
         if isinstance(clock, ScanState):
-            clock.deferred = deferred if deferred is not None and deferred[0] == hold else None
+            clock.deferred = (hold + base, deferred[1]) if deferred is not None and deferred[0] == hold else None
         return None, hold
     _, delim, start, stop, match = best
     captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
@@ -386,7 +433,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
 
 
 def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContext, clock: SearchClock,
-            streaming: bool = False):
+            streaming: bool = False, base: int = 0, before: str | None = None, window: int | None = None):
     """``delim.regex.search(buf, at, partial=partial)`` under the search's budget.
 
     A pattern whose lookbehind reach is unbounded (one that re-reads the stream back to its start at every
@@ -399,6 +446,9 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     at a place where the text after it already rules one out (it ran more than the pattern's widest match, and
     its lookahead, past that place): that is no partial match, and holding there would hold the rest of the
     stream, re-reading it on every feed. Skipped.
+
+    ``before`` (not None: `scan`'s streaming and end-of-stream searches): a split delimiter runs the variant its
+    lookbehind selects at each candidate (`_variant`), on ``buf`` alone.
     """
     prefilter = delim.prefilter
     if prefilter is None or delim.lookbehind is not None:
@@ -407,9 +457,11 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     if streaming and delim.max_width is not None and delim.lookahead is not None:
         decided = len(buf) - delim.max_width - delim.lookahead  # a match starting before this is decided
     first_partial = None
+    split = delim.split is not None and before is not None
     p = at
     while p != -1:
-        m = clock.run(delim, "match", buf, p, ctx, partial=partial)
+        pattern = _variant(delim, buf, p, base, before, ctx, clock, window) if split else None
+        m = clock.run(delim, "match", buf, p, ctx, partial=partial, pattern=pattern)
         if m is not None:
             if not m.partial:
                 return m
@@ -494,7 +546,7 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
 
 
 def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, ctx: ParseContext,
-                   clock: SearchClock) -> int | None:
+                   clock: SearchClock, base: int = 0, before: str = "", window: int | None = None) -> int | None:
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
@@ -502,6 +554,6 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, 
         # The match itself may still change (it ends at the edge, or its lookahead may read past it). And a
         # partial search reports a complete match in preference to an earlier partial one (`a.*z|b` seeing
         # `a b` reports `b`), so an earlier attempt may be pending too.
-        earlier = _regex_pending(delim, buf, pos, start - 1, ctx, clock)
+        earlier = _regex_pending(delim, buf, pos, start - 1, ctx, clock, base, before, window)
         return start if earlier is None else earlier
-    return _regex_pending(delim, buf, pos, start, ctx, clock)
+    return _regex_pending(delim, buf, pos, start, ctx, clock, base, before, window)

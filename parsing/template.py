@@ -24,7 +24,7 @@ import regex
 from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
-from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter
+from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -88,6 +88,17 @@ class Delimiter:
         stable: a complete match that ends before the end of the text stays a
             match at the same start whatever text follows (no negative
             lookaround, end or boundary assertion in the pattern).
+        split: for a pattern with a prefilter whose lookbehind reach is unbounded
+            because alternatives begin with one lookbehind ``(?<=LB)``
+            (`parsing.prefilter.split_leading_lookbehind`): ``(lookbehind,
+            when_true, when_false, rest)`` compiled, and whether a match of the
+            lookbehind in a suffix of the stream is one in the whole stream; at a
+            position the pattern matches as ``when_true`` if ``lookbehind`` matches
+            there, else as ``when_false``. The scanner evaluates the lookbehind at
+            most once per position (not at all where ``rest`` cannot match), on the
+            text since the current region began when that settles it, else on the
+            whole stream, and runs the variant on its buffer. None otherwise.
+        split_lookbehind: the lookbehind reach of the two variants.
     """
 
     field: str | None
@@ -110,6 +121,8 @@ class Delimiter:
     suffixes: tuple[str, ...] | None = None
     min_width: int = 0
     stable: bool = False
+    split: tuple | None = None
+    split_lookbehind: int = 0
 
     @property
     def is_literal(self) -> bool:
@@ -299,6 +312,37 @@ def _sre_tree(source: str):
             return None
 
 
+def _window_safe(behind: str) -> bool:
+    """Whether a lookbehind body that matches in a suffix of the text also matches in the whole text: nothing in
+    it can tell the start of the suffix from the start of the stream (no ``^``/``\\A``, no ``\\b``/``\\B``, no
+    lookbehind of its own). Lookaheads read forward, inside the suffix either way."""
+    from re import _constants as c
+
+    tree = _sre_tree(behind)
+    if tree is None:
+        return False
+
+    def safe(items) -> bool:
+        for op, av in items:
+            if op is c.AT and av not in (c.AT_END, c.AT_END_STRING):
+                return False
+            if op in (c.ASSERT, c.ASSERT_NOT) and (av[0] == -1 or not safe(av[1])):
+                return False
+            if op is c.SUBPATTERN and not safe(av[-1]):
+                return False
+            if op is c.BRANCH and not all(safe(sub) for sub in av[1]):
+                return False
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and not safe(av[2]):
+                return False
+            if op is getattr(c, "ATOMIC_GROUP", None) and not safe(av):
+                return False
+            if op is c.GROUPREF_EXISTS:
+                return False
+        return True
+
+    return safe(tree)
+
+
 def _pattern_shape(source: str) -> tuple[int, bool]:
     """(The shortest text the pattern can match; whether a complete match that ends before the end of the text
     stays a match at the same start whatever text follows). The second holds when nothing in the pattern can
@@ -461,11 +505,23 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
         prefilter = derive_prefilter(source) if plain else None
         min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
+        split, split_behind = None, 0
+        parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
+        if parts is not None:
+            behind, when_true, when_false, rest = parts
+            reaches = [_pattern_reach(when_true)[2], _pattern_reach(when_false)[2]]
+            if None not in reaches:
+                try:
+                    split = tuple(regex.compile(p, regex.DOTALL)
+                                  for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
+                    split_behind = max(reaches)
+                except regex.error:
+                    split = None
         return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
                          attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
                          unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
                          prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
-                         min_width=min_width, stable=stable)
+                         min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind)
     return None
 
 
