@@ -126,8 +126,9 @@ class SearchClock:
             self.spent.clear()
 
     def run(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any = None,
-            **kwargs: Any) -> Any:
-        """``(pattern or delim.regex).<method>(text, pos, **kwargs)`` under the search's budget and the deadline.
+            partial: bool = False) -> Any:
+        """``(pattern or delim.regex).<method>(text, pos, partial=partial)`` (``search``, ``match`` or
+        ``fullmatch``) under the search's budget and the deadline.
 
         Args:
             delim: the `Delimiter` (its ``regex``, ``field``, ``kind`` and ``source``).
@@ -138,10 +139,10 @@ class SearchClock:
             PatternTimeoutError: this search has spent its budget (in this call or summed over earlier ones).
             BudgetExceededError: the deadline passed before or during the call.
         """
-        compiled = delim.regex if pattern is None else pattern
+        call = getattr(delim.regex if pattern is None else pattern, method)
         limit = ctx.regex_timeout
         if limit is None and ctx.deadline is None:
-            return getattr(compiled, method)(text, pos, **kwargs)
+            return call(text, pos, None, None, partial)
         key = id(delim)
         left = None if limit is None else limit - self.spent.get(key, 0.0)
         if left is not None and left <= 0:
@@ -154,7 +155,8 @@ class SearchClock:
         by_deadline = until_deadline is not None and (left is None or until_deadline < left)
         started = thread_time()
         try:
-            result = getattr(compiled, method)(text, pos, timeout=until_deadline if by_deadline else left, **kwargs)
+            # Positional arguments (string, pos, endpos, concurrent, partial, timeout): keywords cost more.
+            result = call(text, pos, None, None, partial, until_deadline if by_deadline else left)
         except TimeoutError:
             if by_deadline:
                 raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind,

@@ -68,16 +68,19 @@ WAIT_CHARS = 256
 
 class ScanState(SearchClock):
     """What one parse's scans remember between feeds, until a delimiter commits (`reset`): the regex time of each
-    search (`SearchClock`), and, per delimiter, the stream offset of a complete match that waits for the end of
-    the stream (a stable pattern whose lookahead reach is unbounded: nothing but the end of the stream decides
-    it, so its regex need not run again before that). Offsets are absolute: buffer index plus the ``base`` the
-    scan was given."""
+    search (`SearchClock`); per delimiter, a complete match held at its candidate because its lookahead may read
+    past the buffer edge (a stable pattern: the match stays, so the hold stays, and the regex need not run again
+    before the buffer reaches what the lookahead may read, or the end of the stream when its reach is unbounded);
+    the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
+    ``base`` the scan was given."""
 
     __slots__ = ("waiting", "deferred", "lookbehinds")
 
     def __init__(self) -> None:
         super().__init__()
-        self.waiting: dict[int, int] = {}
+        # delimiter id -> (stream offset of a complete match held there, stream offset the buffer must reach
+        # before it can be decided, or None: the end of the stream)
+        self.waiting: dict[int, tuple[int, int | None]] = {}
         # (delimiter id, stream offset) -> whether a split delimiter's lookbehind holds there (it never changes).
         self.lookbehinds: dict[tuple[int, int], bool] = {}
         # (position, delimiter) when the last scan held from a regex delimiter it did not run (a suffix still
@@ -100,8 +103,9 @@ class ScanState(SearchClock):
         if deferred is None or deferred[0] != at + base:
             return False
         delim = deferred[1]
-        if self.waiting.get(id(delim)) == at + base:
-            return True
+        waits = self.waiting.get(id(delim))
+        if waits is not None and waits[0] == at + base:
+            return waits[1] is None or len(buf) + base < waits[1]
         return len(buf) - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
 
 
@@ -359,8 +363,10 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         hold = min(hold, at)  # only a cut-off literal at the edge: wait for the text to decide it
                         continue
                     waiting = getattr(clock, "waiting", None)
+                    waits = waiting.get(id(delim)) if waiting else None
                     if (delim.suffixes is not None and end - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
-                            or waiting and waiting.get(id(delim)) == at + base):
+                            or waits is not None and waits[0] == at + base
+                            and (waits[1] is None or end + base < waits[1])):
                         # A match from here must end with a suffix that has not arrived; or a complete match here
                         # is one that only the end of the stream decides.
                         hold = min(hold, at)
@@ -407,9 +413,12 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock, base, before, window)
                 if pending is not None:
                     hold = min(hold, pending)
-                    if (delim.lookahead is None and delim.stable and start == start_at and pending == start
-                            and prefilter is not None and isinstance(clock, ScanState)):
-                        clock.waiting[id(delim)] = start + base
+                    if (delim.stable and start == start_at and pending == start and prefilter is not None
+                            and isinstance(clock, ScanState) and (delim.lookahead is None or stop < end)):
+                        # Held at its candidate until the end of the stream (unbounded lookahead) or until its
+                        # lookahead has the text it may read: until then, the same scan would hold here again.
+                        until = None if delim.lookahead is None else stop + delim.lookahead + base
+                        clock.waiting[id(delim)] = (start + base, until)
                         if deferred is None or start < deferred[0]:
                             deferred = (start, delim)
                     if pending <= start:
