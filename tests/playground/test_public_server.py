@@ -179,7 +179,10 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
             assert ("value_parser.args.tag_pattern" in shown and "took longer than" in shown) or \
                 f"Stopped after {BUDGET:g} s" in result[0], result[0]
     (_, _, slow, took), = answers["slow"]
-    assert took < 30 and f"Stopped after {BUDGET:g} s" in slow[0] and "python app.py" in slow[0]
+    # Stopped by a budget, and the page says which: the request's, or (the scanner holds text the pattern cannot
+    # complete yet, then one search over it costs what the one-shot parse costs) the pattern's own.
+    assert took < 30 and (f"Stopped after {BUDGET:g} s" in slow[0] and "python app.py" in slow[0]
+                          or "PatternTimeoutError" in " ".join(_texts(slow)) and "(a|aa)+z" in " ".join(_texts(slow)))
     (_, _, huge, _), = answers["huge"]
     assert "300,000 characters" in huge[0] and "at most 262,144" in huge[0]
     (_, _, odd, _), = answers["odd"]
