@@ -41,6 +41,8 @@ CONTEXT_CHARS = 1024
 TRIM_EVERY = 1024
 DEFAULT_REGEX_TIMEOUT = 1.0
 BODY_BLOCK = 256
+# Chunks a fast-path feed leaves unjoined behind the scan buffer (joined, and the buffer trimmed, this often).
+TAIL_CHUNKS = 64
 
 _PREFIX_REQUIRED = (
     # transformers 5.23's text, to the letter (callers match on it)
@@ -177,6 +179,8 @@ class ResponseParser:
         # `_origin` is where the reference's next search starts: the end of the last delimiter, or where it last
         # flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
         self._buf = ""
+        # Chunks the fast path consumed after `_buf`, not yet joined to it (only while nothing is held).
+        self._tail: list[str] = []
         self._base = 0
         self._pos = 0
         self._origin = 0
@@ -233,20 +237,22 @@ class ResponseParser:
             self._process(events, eos=False)
             return events
         buf = self._buf
-        if not self._spans and self._pos == self._base + len(buf):
+        if not self._spans and (self._tail or self._pos == self._base + len(buf)):
             watch = self._watch[self._current]
             triggers = watch.triggers
-            if triggers is not None and (buf or not watch.at_start):
+            if triggers is not None and (self._pos or not watch.at_start):
                 for char in triggers:
                     if char in text and watch.finder.search(text) is not None:
                         break
                 else:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
                     # goes to the current region.
-                    if self._keep_context:
-                        self._buf = buf + text
+                    if self._keep_context:  # kept as context for lookbehinds, joined to the buffer now and then
+                        tail = self._tail
+                        tail.append(text)
                         self._pos += len(text)
-                        self._trim()
+                        if len(tail) >= TAIL_CHUNKS:
+                            self._join_tail()
                     else:  # only literal delimiters: no lookbehind ever needs consumed text
                         self._pos += len(text)
                         self._base = self._pos
@@ -265,6 +271,9 @@ class ResponseParser:
                         events.append({"type": "region_chunk", "field": current, "text": text,
                                        "dirty": self._dirty[current]})
                     return events
+            if self._tail:
+                self._join_tail()
+                buf = self._buf
             self._buf = buf + text
         elif not self._spans:
             # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk continues
@@ -383,7 +392,15 @@ class ResponseParser:
 
     @property
     def _end(self) -> int:
+        if self._tail:
+            self._join_tail()
         return self._base + len(self._buf)
+
+    def _join_tail(self) -> None:
+        tail = self._tail
+        self._buf += "".join(tail)
+        tail.clear()
+        self._trim()
 
     def _append(self, text: str) -> None:
         self._buf += text
@@ -410,6 +427,8 @@ class ResponseParser:
     def _process(self, events: list[dict], eos: bool, as_reference: bool = False) -> None:
         """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
         own rule (`scan_as_reference`), for the end of the prefix and the end of the generation."""
+        if self._tail:
+            self._join_tail()
         base = self._base
         ctx = self._ctx
         watches = self._watch
@@ -515,7 +534,7 @@ class ResponseParser:
         if start != 0 or self._base != 0:
             return False
         watch = self._watch[state]
-        if not any(d.reverse for d in watch):
+        if not any(d.reverse for d in watch.delimiters):
             return False
         hit, hold = scan_as_reference(watch, self._buf, 0, 0, self._ctx)
         return hit is None and hold == 0
