@@ -7,9 +7,9 @@ model on CUDA machines, else the built-in model, else a tiny local one.
 
 from __future__ import annotations
 
-try:  # ZeroGPU: `spaces` must be imported before anything initialises CUDA
+try:  # ZeroGPU: `spaces` (installed only on Spaces) must be imported before anything initialises CUDA
     import spaces  # noqa: F401
-except Exception:  # noqa: BLE001
+except ImportError:
     spaces = None
 
 import argparse

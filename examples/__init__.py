@@ -43,6 +43,8 @@ __all__ = [
     "Family",
     "Transcript",
     "TemplateMatch",
+    "DEFAULT_FAMILY",
+    "default_template",
     "list_families",
     "load_family",
     "best_template_for",
@@ -320,6 +322,21 @@ def load_family(name: str) -> Family:
         chat_templates=dict(fam.chat_templates),
         conversations=fam.conversations,
     )
+
+
+#: The family whose template is the project's default: ChatML turns, ``<think>`` reasoning and Hermes-style
+#: ``<tool_call>`` JSON (Qwen3, SmolLM3, Hermes 3 and the built-in model speak it).
+DEFAULT_FAMILY = "qwen3"
+
+
+def default_template() -> dict:
+    """The default response template, a fresh dict: ``DEFAULT_FAMILY``'s ``template.json``.
+
+    The one source for every ChatML default: the playground's skeleton, the tiny test model, the built-in
+    model and the benchmarks take theirs from here. It passes the project's lint without a warning
+    (``content`` repeats and joins, so text after a tool call cannot overwrite the answer).
+    """
+    return load_family(DEFAULT_FAMILY).template
 
 
 # ---------------------------------------------------------------------------------------------

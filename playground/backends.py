@@ -18,13 +18,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import examples
+from examples import builtin_model
+
 from . import policy
 
-try:  # ZeroGPU on Spaces; outside ZeroGPU the decorator returns the function unchanged
+try:  # ZeroGPU on Spaces (the `spaces` package exists only there); elsewhere a plain function
     import spaces  # type: ignore
 
     _GPU = spaces.GPU(duration=120)
-except Exception:  # noqa: BLE001 - not installed: plain function
+except ImportError:
     spaces = None
 
     def _GPU(fn):
@@ -64,24 +67,14 @@ _ACTIVE_LOCK = threading.Lock()
 
 def cuda_available() -> bool:
     """True when torch sees a CUDA device."""
-    try:
-        import torch
+    import torch  # heavy: only when asked
 
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001
-        return False
+    return bool(torch.cuda.is_available())
 
 
 def builtin_model_dir() -> str | None:
-    """The built-in model folder (examples.builtin_model) when it exists and is usable, else None."""
-    try:
-        from examples import builtin_model  # type: ignore
-
-        if builtin_model.available():
-            return str(builtin_model.MODEL_DIR)
-    except Exception:  # noqa: BLE001 - not landed yet or broken: fall back
-        return None
-    return None
+    """The built-in model folder (examples.builtin_model) when its files are there, else None."""
+    return str(builtin_model.MODEL_DIR) if builtin_model.available() else None
 
 
 def default_model() -> str:
@@ -360,16 +353,9 @@ def template_for_tokenizer(tokenizer) -> tuple[dict | None, str]:
     own = getattr(tokenizer, "response_template", None)
     if isinstance(own, dict) and own:
         return own, "the tokenizer's own response_template"
-    try:
-        import examples  # type: ignore
-
-        match = examples.best_template_for(tokenizer)
-        if match is not None and getattr(match, "family", None):
-            tpl = match.template
-            if isinstance(tpl, dict):
-                return tpl, f"library match: {match.family}, confidence {float(match.confidence):.2f}"
-    except Exception:  # noqa: BLE001 - library missing or failing: skeleton
-        pass
+    match = examples.best_template_for(tokenizer)
+    if match.family is not None:
+        return match.template, f"library match: {match.family}, confidence {match.confidence:.2f}"
     return None, "skeleton (no template on the tokenizer and no library match)"
 
 

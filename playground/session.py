@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import parsing
+from examples import default_template
 
 from .compact import ChunkedText, IntArray, Offsets, Records, delimiter_log, event_log, segment_log
 from .limits import RequestBudget
@@ -24,22 +25,8 @@ from .limits import RequestBudget
 MAX_ERRORS = 200  # region errors listed per parse (a template failing on every region would list thousands)
 MAX_ERROR_CHARS = 2000  # characters kept of each error message
 
-SKELETON_TEMPLATE = {
-    "version": 1,
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {
-            "open": "<tool_call>",
-            "close": "</tool_call>",
-            "content": "json",
-            "repeats": True,
-            "transform": {"type": "function", "function": "{content}"},
-        },
-        "content": {"close": "<|im_end|>"},
-    },
-}
+#: The template the editor starts from when the model brings none: the project's default (the library's).
+SKELETON_TEMPLATE = default_template()
 
 
 def template_to_text(spec: Any) -> str:

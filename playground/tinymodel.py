@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from examples import default_template
+
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
 
 CHAT_TEMPLATE = (
@@ -33,17 +35,7 @@ CHAT_TEMPLATE = (
     "{% else %}<think>\n{% endif %}{% endif %}"
 )
 
-RESPONSE_TEMPLATE = {
-    "version": 1,
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>"},
-    },
-}
+RESPONSE_TEMPLATE = default_template()  # the project's default, from the template library
 
 _CORPUS = [
     "Hello! How can I help you today? The weather in Paris is sunny.",

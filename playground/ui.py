@@ -5,15 +5,13 @@ Logic lives in :mod:`playground.session` (the Run, parsing), :mod:`playground.ba
 Every handler catches its own errors and shows them as readable messages in the
 status line (``#status``); no Python traceback reaches the page.
 
-Extension point: if ``playground/doctor_panel.py`` defines
-``build_doctor_panel(ctx: PanelContext)``, it is called inside a "Doctor" tab.
+Panels: ``playground/doctor_panel.py: build_doctor_panel(ctx: PanelContext)`` draws the "Doctor" tab.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
-import importlib
 import json
 import threading
 import time
@@ -22,10 +20,12 @@ from typing import Any, Callable
 
 import gradio as gr
 
+import examples
 import parsing
 from parsing.streams import replay_chunks, tokenish_chunks
 
 from . import backends, draft_panel, guard, policy, reference, remote_panel, render
+from .doctor_panel import build_doctor_panel
 from .export import export_template, fresh_export_dir
 from .limits import Limits, cut_message
 from .reference import reference_check
@@ -251,29 +251,9 @@ def _stream(live: LiveParse, chunks, record: list, times: list, delay_fn=None):
     yield live.view()
 
 
-def _examples_module():
-    try:
-        return importlib.import_module("examples")
-    except Exception:  # noqa: BLE001 - library not landed yet
-        return None
-
-
-def _get(obj, *names, default=None):
-    for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if not isinstance(obj, dict) and hasattr(obj, n):
-            return getattr(obj, n)
-    return default
-
-
 def list_library_families() -> list[str]:
-    """Family names in the example library ([] until it exists)."""
-    ex = _examples_module()
-    try:
-        return list(ex.list_families()) if ex else []
-    except Exception:  # noqa: BLE001
-        return []
+    """Family names in the example library (`examples.list_families`)."""
+    return examples.list_families()
 
 
 def library_choices(families: list[str]) -> list:
@@ -281,31 +261,20 @@ def library_choices(families: list[str]) -> list:
     label (``"qwen3 — probes 34/35, 1 known limit"``), from ``examples.probe_scores()``."""
     from .probe_panel import score_label
 
-    ex = _examples_module()
-    try:
-        scores = ex.probe_scores() if ex is not None and hasattr(ex, "probe_scores") else {}
-    except Exception:  # noqa: BLE001 - the picker works without scores
-        scores = {}
+    scores = examples.probe_scores()
     return [(score_label(name, scores.get(name)), name) for name in families]
-
-
-def _transcript_name(t, i: int = 0) -> str:
-    return str(_get(t, "id", "name", default=f"transcript {i}"))
 
 
 def example_run(family: str, transcript: str) -> Run:
     """The Run for one library transcript: its prefix, its recorded chunks (else ``replay_chunks``
     of its output, special tokens whole), the family template and the transcript's tools.
 
-    Raises ValueError when the library, family or transcript is missing.
+    Raises ValueError when no family or transcript is picked or it is not in the library.
     """
-    ex = _examples_module()
-    if ex is None:
-        raise ValueError("The example library is not available yet.")
     if not family or not transcript:
         raise ValueError("Pick a family and a transcript first.")
     try:
-        fam = ex.load_family(family)
+        fam = examples.load_family(family)
         t = fam.transcript(transcript)
     except KeyError as e:
         raise ValueError(f"Not in the library: {e}") from None
@@ -315,22 +284,15 @@ def example_run(family: str, transcript: str) -> Run:
 
 
 def example_transcript_names(family: str) -> list[str]:
-    """Transcript names of a library family ([] when unavailable)."""
-    ex = _examples_module()
-    if ex is None or not family:
+    """Transcript ids of a library family ([] for no family or one not in the library)."""
+    if not family or family not in examples.list_families():
         return []
-    try:
-        return [_transcript_name(t, i) for i, t in enumerate(ex.load_family(family).transcripts)]
-    except Exception:  # noqa: BLE001
-        return []
+    return [t.id for t in examples.load_family(family).transcripts]
 
 
 def library_template_text(family: str) -> str:
-    """The JSON text of a library family's template. Raises ValueError when unavailable."""
-    ex = _examples_module()
-    if ex is None:
-        raise ValueError("The example library is not available yet.")
-    return template_to_text(_get(ex.load_family(family), "template"))
+    """The JSON text of a library family's template. Raises KeyError for a family not in the library."""
+    return template_to_text(examples.load_family(family).template)
 
 
 # ---------------------------------------------------------------- the app
@@ -467,7 +429,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                 parsed_turn = gr.Chatbot(elem_id="parsed-turn", height=300, label="The parsed message as a chat turn")
             with gr.Tab("Server parity", elem_id="tab-parity", visible=bool(remotes) or allow_any_remote):
                 parity_view = remote_panel.build_parity_view()
-            doctor_tab = gr.Tab("Doctor", id="doctor", elem_id="tab-doctor") if _doctor_module() else None
+            doctor_tab = gr.Tab("Doctor", id="doctor", elem_id="tab-doctor")
 
         vis = [timeline, legend, events, message, parsed_turn, check]
 
@@ -811,13 +773,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                            trust_remote_code=trust_remote_code, safe=_safe)
         demo.panel_context = ctx
         draft_panel.wire_draft_panel(draft_parts, ctx)
-        doctor = _doctor_module()
-        if doctor is not None and doctor_tab is not None:
-            with doctor_tab:
-                try:
-                    doctor.build_doctor_panel(ctx)
-                except Exception as e:  # noqa: BLE001 - a broken panel must not take the app down
-                    gr.Markdown(f"The Doctor panel failed to build: {type(e).__name__}: {e}")
+        with doctor_tab:
+            build_doctor_panel(ctx)
         demo.unload(_client_left)
     # Every handler (the Doctor's too): repaired text in and out, a message for any failure, session upkeep.
     guard.protect(demo, {status: lambda m: _status(m, "error"), template_status: render.template_status_html,
@@ -853,17 +810,6 @@ def _forget_session(sess) -> None:
     """``gr.State`` delete callback (time-to-live passed): free the run."""
     if hasattr(sess, "drop_run"):
         sess.drop_run()
-
-
-def _doctor_module():
-    """playground.doctor_panel when it exists and has build_doctor_panel, else None."""
-    try:
-        mod = importlib.import_module("playground.doctor_panel")
-    except ModuleNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 - a broken module: no tab rather than no app
-        return None
-    return mod if hasattr(mod, "build_doctor_panel") else None
 
 
 def parse_timeline_start(value, length: int) -> int | None:

@@ -13,6 +13,8 @@ with nothing between consecutive tool calls and nothing between the last call an
 empty region would overwrite real content written before the calls.
 """
 
+from examples import default_template
+
 CHAT_TEMPLATE = (
     "{%- set ns = namespace(last_user=-1, sys=none) %}"
     "{%- for m in messages %}{%- if m.role == 'user' %}{%- set ns.last_user = loop.index0 %}{%- endif %}{%- endfor %}"
@@ -56,21 +58,7 @@ CHAT_TEMPLATE = (
     "{%- endif %}"
 )
 
-RESPONSE_TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
-        "tool_calls": {
-            "open": "<tool_call>",
-            "close": "</tool_call>",
-            "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
-        },
-        "content": {"close": "<|im_end|>", "content": "text"},
-    },
-}
+RESPONSE_TEMPLATE = default_template()  # the project's default, from the template library (examples.DEFAULT_FAMILY)
 
 EOS = "<|im_end|>"
 PAD = "<|endoftext|>"

@@ -27,8 +27,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for p in (str(HERE), str(HERE.parent.parent)):  # the repo root: template.py takes the default template from `examples`
+    if p not in sys.path:
+        sys.path.insert(0, p)
 
 import torch  # noqa: E402
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402

@@ -8,20 +8,12 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
 from transformers import PreTrainedTokenizerFast
 
+from examples import default_template
 from parsing import TemplateError
 from parsing.hf import (load_template_from_pretrained, parse_with_tokenizer, parser_for_tokenizer,
                         save_template_to_tokenizer)
 
-TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>"},
-    },
-}
+TEMPLATE = default_template()
 SPECIAL = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"days": {"type": "integer"}, "city": {"type": "string"}}}}}]
