@@ -129,6 +129,18 @@ def parser_for_tokenizer(tokenizer: Any, response_template: Any = None, *, prefi
     return ResponseParser(chosen, prefix=prefix, tools=tools, **options)
 
 
+class RoundTripError(ValueError):
+    """The template read back from a saved tokenizer differs from the one saved.
+
+    Attributes: ``saved`` (the template written), ``reloaded`` (what ``AutoTokenizer.from_pretrained`` gave back,
+    None when it had none), ``directory``.
+    """
+
+    def __init__(self, saved: dict, reloaded: Any, directory: str | os.PathLike):
+        super().__init__(f"response_template did not round-trip through {directory}: got {reloaded!r}")
+        self.saved, self.reloaded, self.directory = saved, reloaded, directory
+
+
 def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | os.PathLike) -> dict:
     """Save a copy of ``tokenizer`` with ``template`` as its ``response_template``, then verify by reloading.
 
@@ -140,7 +152,8 @@ def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | o
 
     Raises:
         TemplateError: the template is invalid.
-        ValueError: the reloaded tokenizer's template differs from the one saved.
+        RoundTripError: (a ValueError) the reloaded tokenizer's template differs from the one saved; the folder
+            is written all the same.
     """
     compiled = load_template(template)
     spec = compiled.spec
@@ -152,7 +165,7 @@ def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | o
     reloaded = AutoTokenizer.from_pretrained(str(directory))
     back = getattr(reloaded, "response_template", None)
     if back != spec:
-        raise ValueError(f"response_template did not round-trip through {directory}: got {back!r}")
+        raise RoundTripError(spec, back, directory)
     return back
 
 

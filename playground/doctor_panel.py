@@ -16,7 +16,6 @@ Element ids (for tests): ``doctor-lint-btn``/``doctor-lint``, ``doctor-checks-bt
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
@@ -31,6 +30,7 @@ from parsing.streams import parse_stream
 
 from . import offload, probe_panel
 from .export import fresh_export_dir
+from .render import escape
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
            "append_case_text", "export_files"]
@@ -42,10 +42,6 @@ _BADGE = {
 MAX_SHOWN = 400  # characters of a value shown inline before it is cut
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def _json(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False)
@@ -53,17 +49,17 @@ def _json(value: Any) -> str:
         text = repr(value)
     if len(text) > MAX_SHOWN:
         text = text[: MAX_SHOWN - 1] + "…"
-    return f"<code>{_e(text)}</code>"
+    return f"<code>{escape(text)}</code>"
 
 
 def _badge(kind: str, text: str | None = None) -> str:
     fg, bg = _BADGE.get(kind, ("#111", "#eee"))
-    return (f'<span class="doctor-badge doctor-{_e(kind)}" style="color:{fg};background:{bg};padding:1px 6px;'
-            f'border-radius:4px;font-weight:600;font-size:0.85em">{_e(text or kind.upper())}</span>')
+    return (f'<span class="doctor-badge doctor-{escape(kind)}" style="color:{fg};background:{bg};padding:1px 6px;'
+            f'border-radius:4px;font-weight:600;font-size:0.85em">{escape(text or kind.upper())}</span>')
 
 
 def _note(text: str, kind: str = "info") -> str:
-    return f'<div class="doctor-note doctor-note-{_e(kind)}">{_badge(kind, kind.upper())} {_e(text)}</div>'
+    return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape(text)}</div>'
 
 
 _TABLE = 'style="border-collapse:collapse;width:100%;font-size:0.9em"'
@@ -72,12 +68,12 @@ _CELL = 'style="border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;tex
 
 def _diff_table(entries: list[dict], left: str = "expected", right: str = "actual") -> str:
     rows = "".join(
-        f"<tr class='doctor-diff-row'><td {_CELL}><code>{_e(d['path'] or '(message)')}</code></td>"
-        f"<td {_CELL}>{_e(d['kind'])}</td>"
+        f"<tr class='doctor-diff-row'><td {_CELL}><code>{escape(d['path'] or '(message)')}</code></td>"
+        f"<td {_CELL}>{escape(d['kind'])}</td>"
         f"<td {_CELL}>{_json(d['expected']) if 'expected' in d else '—'}</td>"
         f"<td {_CELL}>{_json(d['actual']) if 'actual' in d else '—'}</td></tr>" for d in entries)
     return (f"<table class='doctor-diff' {_TABLE}><tr><th {_CELL}>path</th><th {_CELL}>kind</th>"
-            f"<th {_CELL}>{_e(left)}</th><th {_CELL}>{_e(right)}</th></tr>{rows}</table>")
+            f"<th {_CELL}>{escape(left)}</th><th {_CELL}>{escape(right)}</th></tr>{rows}</table>")
 
 
 # ------------------------------------------------------------------------------------------ renderers
@@ -87,17 +83,17 @@ def lint_html(report: LintReport) -> str:
     """The lint report: one row per warning (severity, code, JSON path, message, fix), then compatibility."""
     if report.warnings:
         rows = "".join(
-            f"<tr class='doctor-warning' data-code='{_e(w.code)}'><td {_CELL}>{_badge(w.severity)}</td>"
-            f"<td {_CELL}><b>{_e(w.code)}</b><br><code class='doctor-path'>{_e(w.path or '(template)')}</code></td>"
-            f"<td {_CELL}>{_e(w.message)}<br><i>Fix:</i> {_e(w.fix)}</td></tr>" for w in report.warnings)
+            f"<tr class='doctor-warning' data-code='{escape(w.code)}'><td {_CELL}>{_badge(w.severity)}</td>"
+            f"<td {_CELL}><b>{escape(w.code)}</b><br><code class='doctor-path'>{escape(w.path or '(template)')}</code></td>"
+            f"<td {_CELL}>{escape(w.message)}<br><i>Fix:</i> {escape(w.fix)}</td></tr>" for w in report.warnings)
         body = f"<table {_TABLE}>{rows}</table>"
     else:
         body = _note("No lint warnings.", "pass")
     compat = "".join(
-        f"<li class='doctor-compat' data-target='{_e(c.target)}'>{_badge('pass' if c.accepted else 'fail', 'OK' if c.accepted else 'NO')} "
-        f"<b>{_e(c.target)}</b>: {'accepts this template' if c.accepted else 'would not accept it'}"
-        f" <small style='color:#666'>(per {_e(c.basis)})</small>"
-        + ("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in c.reasons) + "</ul>" if c.reasons else "") + "</li>"
+        f"<li class='doctor-compat' data-target='{escape(c.target)}'>{_badge('pass' if c.accepted else 'fail', 'OK' if c.accepted else 'NO')} "
+        f"<b>{escape(c.target)}</b>: {'accepts this template' if c.accepted else 'would not accept it'}"
+        f" <small style='color:#666'>(per {escape(c.basis)})</small>"
+        + ("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in c.reasons) + "</ul>" if c.reasons else "") + "</li>"
         for c in report.compatibility)
     return (f"<div class='doctor-lint-report'><h4>Lint ({len(report.warnings)} finding(s))</h4>{body}"
             f"<h4>Compatibility</h4><ul style='list-style:none;padding-left:0'>{compat}</ul></div>")
@@ -118,12 +114,12 @@ def checks_html(report: ChecksReport) -> str:
         elif f.code == "open-at-end":
             extra = f"<div>Body so far: {_json(d['body'])}</div>"
         elif f.code == "chunking":
-            extra = (f"<div>Chunk boundaries (offsets in the output): <code>{_e(d['cuts'])}</code></div>"
+            extra = (f"<div>Chunk boundaries (offsets in the output): <code>{escape(d['cuts'])}</code></div>"
                      + _diff_table(d["diff"], "one-shot", "chunked"))
         elif f.code == "region-error":
             extra = f"<div>Raw body: {_json(d['raw'])}</div>"
-        parts.append(f"<div class='doctor-finding' data-code='{_e(f.code)}' style='margin:6px 0'>"
-                     f"{_badge(f.severity)} <b>{_e(f.code)}</b> {_e(f.message)}{extra}</div>")
+        parts.append(f"<div class='doctor-finding' data-code='{escape(f.code)}' style='margin:6px 0'>"
+                     f"{_badge(f.severity)} <b>{escape(f.code)}</b> {escape(f.message)}{extra}</div>")
     return f"<div class='doctor-checks-report'>{''.join(parts)}</div>"
 
 
@@ -133,16 +129,16 @@ def roundtrip_html(report: RoundTripReport) -> str:
     for c in report.cases:
         inner = ""
         if c.error:
-            inner += f"<div class='doctor-error'>Error: {_e(c.error)}</div>"
+            inner += f"<div class='doctor-error'>Error: {escape(c.error)}</div>"
         if c.diff:
             inner += _diff_table([d.to_dict() for d in c.diff], "original", "parsed")
-        inner += "".join(f"<div class='doctor-rt-note'>Note: {_e(n)}</div>" for n in c.notes)
+        inner += "".join(f"<div class='doctor-rt-note'>Note: {escape(n)}</div>" for n in c.notes)
         inner += (f"<div>Generation parsed (after the generation prompt):</div>"
-                  f"<pre style='white-space:pre-wrap;max-height:10em;overflow:auto'>{_e(c.generation)}</pre>"
+                  f"<pre style='white-space:pre-wrap;max-height:10em;overflow:auto'>{escape(c.generation)}</pre>"
                   f"<div>Parsed: {_json(c.parsed)}</div>")
         state = "pass" if c.passed else "fail"
-        rows.append(f"<details class='doctor-rt-case doctor-rt-{state}' data-case='{_e(c.name)}'"
-                    f"{'' if c.passed else ' open'}><summary>{_badge(state)} {_e(c.name)}</summary>{inner}</details>")
+        rows.append(f"<details class='doctor-rt-case doctor-rt-{state}' data-case='{escape(c.name)}'"
+                    f"{'' if c.passed else ' open'}><summary>{_badge(state)} {escape(c.name)}</summary>{inner}</details>")
     verdict = _note("All samples round-trip.", "pass") if report.passed else ""
     return f"<div class='doctor-roundtrip-report'>{verdict}{''.join(rows)}</div>"
 
@@ -156,14 +152,14 @@ def suite_html(report: SuiteReport) -> str:
         run = res.first_failure
         if run is not None:
             how = "one-shot" if run.mode == "one-shot" else f"chunked at {run.cuts}"
-            inner = f"<div>{_e(how)}</div>"
-            inner += (f"<div class='doctor-error'>Error: {_e(run.error)}</div>" if run.error
+            inner = f"<div>{escape(how)}</div>"
+            inner += (f"<div class='doctor-error'>Error: {escape(run.error)}</div>" if run.error
                       else _diff_table([d.to_dict() for d in run.diff], "expected", "parsed"))
         rows.append(f"<details class='doctor-suite-case doctor-suite-{state}'{'' if res.passed else ' open'}>"
-                    f"<summary>{_badge(state)} #{res.index + 1} {_e(res.case.label)} "
+                    f"<summary>{_badge(state)} #{res.index + 1} {escape(res.case.label)} "
                     f"({len(res.runs)} runs)</summary>{inner}</details>")
     kind = "pass" if report.passed else "fail"
-    return (f"<div class='doctor-suite-result'><div class='doctor-summary'>{_badge(kind)} {_e(report.summary())}"
+    return (f"<div class='doctor-suite-result'><div class='doctor-summary'>{_badge(kind)} {escape(report.summary())}"
             f"</div>{''.join(rows)}</div>")
 
 

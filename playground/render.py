@@ -81,7 +81,9 @@ def show_bidi(s: str) -> str:
     return s.translate(_BIDI_TABLE)
 
 
-def _esc(s: Any) -> str:
+def escape(s: Any) -> str:
+    """The playground's one escaping rule for text put into HTML: ``str(s)`` with bidi controls made visible
+    (`show_bidi`) and ``& < > " '`` escaped, so neither markup nor direction overrides reach the page."""
     return html.escape(show_bidi(str(s)), quote=True)
 
 
@@ -163,9 +165,9 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
         if buf and prev_key is not None:
             cls, fld, title = prev_key
             style = f' style="--c:{field_color(fld)}"' if fld is not None else ""
-            data = f' data-f="{_esc(fld)}"' if fld is not None else ""
-            tip = f' title="{_esc(title)}"' if titles else ""
-            out.append(f'<span class="{cls}"{data}{style}{tip}>{_esc("".join(buf))}</span>')
+            data = f' data-f="{escape(fld)}"' if fld is not None else ""
+            tip = f' title="{escape(title)}"' if titles else ""
+            out.append(f'<span class="{cls}"{data}{style}{tip}>{escape("".join(buf))}</span>')
 
     for x, y in zip(points, points[1:]):
         if y <= x:
@@ -221,7 +223,7 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
     flush()
     parts = []
     for er in view.errors:
-        parts.append(f'<div class="tl-err">⚠ {_esc(_clip(er["message"], 600))} '
+        parts.append(f'<div class="tl-err">⚠ {escape(_clip(er["message"], 600))} '
                      f'<span class="tl-note">(characters {er["start"]}–{er["end"]})</span></div>')
     if (a, b) != (0, n):
         parts.append(f'<div class="tl-note">Showing characters {a}–{b} of {n}; the rest is not drawn '
@@ -236,7 +238,7 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
 
 def legend_html(field_names: list[str]) -> str:
     """Legend: one swatch per field (stable colours) plus the timeline markers."""
-    sw = [f'<span class="sw" style="background:{field_color(f)};color:#fff">{_esc(f)}</span>' for f in field_names]
+    sw = [f'<span class="sw" style="background:{field_color(f)};color:#fff">{escape(f)}</span>' for f in field_names]
     marks = ('<span class="sw" style="outline:1px dashed #999;font-style:italic">prefix</span>'
              '<span class="sw" style="background-image:repeating-linear-gradient(135deg,transparent 0 5px,'
              'rgba(0,0,0,.13) 5px 7px)">dirty</span>'
@@ -262,9 +264,9 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS) -> str:
         else:
             body = ""
         dirty = "" if "dirty" not in ev else ("dirty" if ev["dirty"] else "clean")
-        rows.append(f'<tr class="ev-{_esc(t)}"><td>{ev.get("index", "")}</td><td>{_esc(ev.get("phase", ""))}</td>'
-                    f'<td>{_esc(t)}</td><td style="color:{field_color(ev.get("field"))}">{_esc(ev.get("field", ""))}'
-                    f'</td><td class="t">{_esc(_clip(body, 300))}</td><td>{dirty}</td></tr>')
+        rows.append(f'<tr class="ev-{escape(t)}"><td>{ev.get("index", "")}</td><td>{escape(ev.get("phase", ""))}</td>'
+                    f'<td>{escape(t)}</td><td style="color:{field_color(ev.get("field"))}">{escape(ev.get("field", ""))}'
+                    f'</td><td class="t">{escape(_clip(body, 300))}</td><td>{dirty}</td></tr>')
     note = ""
     if len(events) > limit:
         note = f'<div class="tl-note">Showing the last {limit} of {len(events)} events.</div>'
@@ -364,22 +366,22 @@ def check_html(check: dict | None) -> str:
     if not check:
         return ""
     if check.get("skipped"):
-        return f'<span class="badge-skip" id="check-skipped">{_esc(check["skipped"])}</span>'
+        return f'<span class="badge-skip" id="check-skipped">{escape(check["skipped"])}</span>'
     if check.get("agree"):
         extra = " (both report an error)" if check.get("ref_error") else ""
         return f'<span class="badge-ok" id="agree-badge">✓ agrees with transformers parser{extra}</span>'
     diffs = "\n".join(check.get("differences", []))
     return (f'<div class="badge-bad" id="disagree">✗ differs from the transformers parser'
-            f'<pre style="white-space:pre-wrap">{_esc(diffs)}</pre></div>')
+            f'<pre style="white-space:pre-wrap">{escape(diffs)}</pre></div>')
 
 
 def template_status_html(problem=None, text: str = "", ok_note: str = "") -> str:
     """Validation result for the editor: OK, or the fault with JSON path, line and the offending line shown."""
     if problem is None:
-        return f'<div class="tpl-ok" id="tpl-ok">✓ template valid{_esc(ok_note)}</div>'
+        return f'<div class="tpl-ok" id="tpl-ok">✓ template valid{escape(ok_note)}</div>'
     where = []
     if getattr(problem, "path", ""):
-        where.append(f"at <code>{_esc(problem.path)}</code>")
+        where.append(f"at <code>{escape(problem.path)}</code>")
     line = getattr(problem, "line", None)
     if line:
         where.append(f"line {line}" + (f", column {problem.column}" if getattr(problem, "column", None) else ""))
@@ -388,12 +390,12 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "") -> str
         lines = text.splitlines()
         rows = []
         for i in range(max(1, line - 1), min(len(lines), line + 1) + 1):
-            row = f"{i:4d} | {_esc(lines[i - 1])}"
+            row = f"{i:4d} | {escape(lines[i - 1])}"
             rows.append(f"<mark>{row}</mark>" if i == line else row)
         snippet = "<pre>" + "\n".join(rows) + "</pre>"
     # mark the line in the editor itself (CodeMirror draws one .cm-line per line; the rule goes away
     # with this message once the template is valid again)
     mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:#fecaca;"
             f"outline:1px solid #dc2626}}</style>") if line else ""
-    return (f'<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" data-path="{_esc(getattr(problem, "path", ""))}">'
-            f'✗ {_esc(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')
+    return (f'<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" data-path="{escape(getattr(problem, "path", ""))}">'
+            f'✗ {escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')

@@ -11,7 +11,6 @@ Panels: ``playground/doctor_panel.py: build_doctor_panel(ctx: PanelContext)`` dr
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import threading
 import time
@@ -101,7 +100,7 @@ _STOP_EVENTS: dict[str, threading.Event] = {}
 def _status(msg: str, kind: str = "info") -> str:
     colors = {"info": "#1e3a8a", "ok": "#065f46", "error": "#991b1b"}
     return (f'<div class="status-{kind}" style="color:{colors.get(kind, "#111")}">'
-            f'{html.escape(msg)}</div>')
+            f'{render.escape(msg)}</div>')
 
 
 def _safe(fn, n_outputs: int = 1):
@@ -745,8 +744,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                         render.template_status_html(p, tpl_text), gr.update(visible=False))
             kind = "ok" if res.roundtrip_ok else "error"
             return (_status(res.message, kind), f'<div class="status-{kind}" id="export-result">'
-                    f'{html.escape(res.message)}<br>Folder: <code>'
-                    f'{html.escape(res.folder.name if limits.public else str(res.folder))}</code></div>',
+                    f'{render.escape(res.message)}<br>Folder: <code>'
+                    f'{render.escape(res.folder.name if limits.public else res.folder)}</code></div>',
                     gr.update(value=str(res.zip_path), visible=True))
 
         export_btn.click(_with_outputs(do_export, 3), [template, model_box, session],

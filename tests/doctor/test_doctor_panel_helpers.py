@@ -24,6 +24,18 @@ def test_lint_html_escapes_and_marks_codes():
     assert "data-code='field-overwrite'" in out and "data-target='vllm'" in out
 
 
+def test_doctor_html_shows_bidi_controls_as_visible_markers():
+    """The panel escapes with the page's one rule (`playground.render.escape`): a right-to-left override in
+    model text or a field name is shown as a marker, never applied to the page."""
+    raw = "Answer \u202eevil\u202c.<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n"
+    out = checks_html(run_checks(GUIDE, CHATML_PROMPT, raw))
+    assert "\u202e" not in out and "⟨U+202E⟩" in out
+    spec = json.loads(json.dumps(GUIDE))
+    spec["fields"]["x\u2067y"] = {"open": "<x>", "close": "</x>"}
+    out = lint_html(lint(spec))
+    assert "\u2067" not in out and "⟨U+2067⟩" in out
+
+
 def test_checks_html_shows_both_overwritten_values():
     out = checks_html(run_checks(GUIDE, CHATML_PROMPT, RAW))
     assert "data-code='overwrite'" in out

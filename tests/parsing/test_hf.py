@@ -160,3 +160,15 @@ def test_tokenizer_level_errors_have_the_tokenizer_methods_texts(tokenizer):
     for theirs, ours in pairs:
         expected, got = _raised(theirs), _raised(ours)
         assert isinstance(got, type(expected)) and str(got) == str(expected), (expected, got)
+
+
+def test_a_template_that_does_not_round_trip_is_a_round_trip_error(tokenizer, tmp_path):
+    from parsing.hf import RoundTripError
+
+    lossy = json.loads(json.dumps(TEMPLATE))
+    lossy["defaults"]["tags"] = ("a", "b")  # a tuple comes back from JSON as a list
+    with pytest.raises(RoundTripError) as info:
+        save_template_to_tokenizer(tokenizer, lossy, tmp_path / "tok")
+    assert info.value.saved == lossy and info.value.reloaded["defaults"]["tags"] == ["a", "b"]
+    assert isinstance(info.value, ValueError)
+    assert load_template_from_pretrained(tmp_path / "tok")["defaults"]["tags"] == ["a", "b"]  # written all the same
