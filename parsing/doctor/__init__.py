@@ -1,11 +1,13 @@
 """Template doctor: lint, run checks, round trips against a chat template, and test suites.
 
 Library side of the playground's Doctor panel and of ``python -m parsing check``.
-Importing it needs only the engine (``regex`` and the stdlib); the round trip
+Importing it needs only `parsing` (``regex`` and the stdlib); the round trip
 imports transformers only to load a tokenizer from a path. ``import parsing`` does not import
 this package.
 
-- `parsing.doctor.lint`: `lint` (warnings with JSON paths and fixes) and `compatibility`.
+- `parsing.doctor.lint`: `lint` (warnings with JSON paths and fixes), with the compatibility section from
+  `parsing.doctor.compat` (`compatibility`: would transformers and vLLM accept it) and the generation prompt
+  from `parsing.doctor.chat_template` (`generation_prompt`, `common_prefix`).
 - `run_checks` (`parsing.doctor.checks`): overwritten values, regions open at end of
   stream, results that change with chunking, for one recorded run.
 - `parsing.doctor.roundtrip`: `roundtrip` renders sample messages with a tokenizer's
@@ -20,9 +22,11 @@ Stream helpers (chunkers, `parse_stream`, `merged_events`) are public in `parsin
 """
 
 from . import probe
+from .chat_template import generation_prompt
 from .checks import ChecksReport, Finding, run_checks
+from .compat import Compatibility, compatibility
 from .diff import DiffEntry, diff_values, format_diff
-from .lint import Compatibility, LintReport, LintWarning, compatibility, generation_prompt
+from .lint import LintReport, LintWarning
 from .probe import ProbeReport
 from .roundtrip import RoundTripCase, RoundTripReport, sample_cases
 from .suites import (Case, CaseResult, SuiteFormatError, SuiteReport, append_case, dumps_suite, export_suite,

@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diff import diff_values, same_value, show_value
 from ..streams import Outcome, boundaries, chunkings, merged_events, parse_stream
+from ..template import load_template
+from .diff import diff_values, same_value, show_value
 
 __all__ = ["Finding", "ChecksReport", "run_checks"]
 
@@ -217,9 +218,7 @@ def run_checks(template: Any, prefix: str, output: str | list[str], *, tools: li
     Raises:
         parsing.TemplateError: the template does not load.
     """
-    import parsing
-
-    compiled = parsing.load_template(template)
+    compiled = load_template(template)
     chunks = [output] if isinstance(output, str) else list(output)
     text = "".join(chunks)
     one_shot = _parse(compiled, prefix, [text], tools)

@@ -1,6 +1,6 @@
 """Lint: warnings for response templates that load fine but will hurt.
 
-Every warning carries the JSON path of the fault (the engine's dotted style,
+Every warning carries the JSON path of the fault (`TemplateError.path`'s dotted style,
 ``fields.content``, ``fields.tool_calls.close[1]``, ``start_anchor``) and a
 suggested fix. The checks are pure template analysis (the `regex` module on
 the template's own strings and on a few built-in sample texts); only the
@@ -31,41 +31,29 @@ Warning codes (`LintWarning.code`):
   search starts), which transformers moves with every chunk boundary, so its
   streamed results depend on how the output was cut.
 
-The compatibility section (`compatibility`) says whether transformers (our
-engine validates exactly like transformers 5.23) and vLLM's
-``response_template`` parser would accept the template.
+The compatibility section comes from `parsing.doctor.compat` (would transformers
+and vLLM's ``response_template`` parser accept the template); the generation
+prompt from `parsing.doctor.chat_template`. Delimiters are the ones the loaded
+`CompiledTemplate` already compiled: lint analyses exactly what the parser runs.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re as _stdlib_re
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import regex
 
-__all__ = [
-    "LintWarning",
-    "Compatibility",
-    "LintReport",
-    "lint",
-    "compatibility",
-    "generation_prompt",
-    "REASONING_KEY",
-    "VLLM_FIELDS",
-]
+from ..template import CompiledTemplate, Delimiter, load_template
+from ..transform import PLACEHOLDER
+from .chat_template import REASONING_KEY, generation_prompt
+from .compat import Compatibility, compatibility
 
-#: The message key chat templates read reasoning from.
-REASONING_KEY = "reasoning_content"
-#: The only field names vLLM's ``response_template`` parser accepts (the issue's
-#: statement of it); ``thinking`` and ``content`` must be plain text there.
-VLLM_FIELDS = ("thinking", "content", "tool_calls")
-_VLLM_TEXT_FIELDS = ("thinking", "content")
+__all__ = ["LintReport", "LintWarning", "lint"]
 
-_REGEX_FLAGS = regex.DOTALL
+_REGEX_FLAGS = regex.DOTALL  # as the parser compiles patterns (content_args.tag_pattern is compiled here)
 _REGEX_TIMEOUT = 1.0  # seconds per search on the built-in samples
 # A field name or open delimiter that says "reasoning".
 _REASONING_WORD = regex.compile(r"(?i)reason|think|thought|analysis|scratchpad")
@@ -109,28 +97,6 @@ class LintWarning:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Compatibility:
-    """Whether one consumer would accept the template.
-
-    Attributes:
-        target: ``"transformers"`` or ``"vllm"``.
-        accepted: True if the consumer would load and use the template.
-        reasons: why not (empty when accepted), one sentence each.
-        basis: what the verdict rests on (the installed transformers' own loader, our engine, or the rule).
-    """
-
-    target: str
-    accepted: bool
-    reasons: tuple[str, ...] = ()
-    basis: str = ""
-
-    def to_dict(self) -> dict:
-        """``{"target", "accepted", "reasons": [...], "basis"}``."""
-        return {"target": self.target, "accepted": self.accepted, "reasons": list(self.reasons),
-                "basis": self.basis}
-
-
 @dataclass
 class LintReport:
     """What `lint` returns: the warnings (in check order) and the compatibility section."""
@@ -170,30 +136,50 @@ class LintReport:
 
 @dataclass(frozen=True)
 class _Delim:
+    """One delimiter as lint sees it: a single literal of a literal list, or a whole pattern.
+
+    ``compiled`` is the parser's own `Delimiter` (from the loaded `CompiledTemplate`); a pattern is searched
+    with its compiled regex, a literal with plain string search: nothing is compiled again.
+    """
+
     field: str
     kind: str  # "open" | "close"
     path: str
     literal: str | None  # one literal, or None for a pattern
-    pattern: Any  # compiled regex (also for literals, escaped)
+    compiled: Delimiter
+
+    @property
+    def pattern(self) -> Any:
+        """The compiled regex of a pattern delimiter."""
+        return self.compiled.regex
 
     @property
     def shown(self) -> str:
-        return json.dumps(self.literal if self.literal is not None else self.pattern.pattern, ensure_ascii=False)
+        return json.dumps(self.literal if self.literal is not None else self.compiled.source, ensure_ascii=False)
+
+    def find(self, text: str) -> tuple[int, int] | None:
+        """``(start, end)`` of the first match in `text` (None if none, or if a pattern runs past its time)."""
+        if self.literal is not None:
+            i = text.find(self.literal)
+            return None if i < 0 else (i, i + len(self.literal))
+        m = _search(self.pattern, text)
+        return None if m is None else m.span()
 
 
-def _delimiters(spec: dict) -> list[_Delim]:
+def _delimiters(compiled: CompiledTemplate) -> list[_Delim]:
     out = []
-    for name, fspec in spec["fields"].items():
-        for kind in ("open", "close"):
-            if kind in fspec:
-                raw = fspec[kind]
-                literals = [raw] if isinstance(raw, str) else list(dict.fromkeys(raw))
-                for lit in literals:
-                    path = f"fields.{name}.{kind}" + ("" if isinstance(raw, str) else f"[{raw.index(lit)}]")
-                    out.append(_Delim(name, kind, path, lit, regex.compile(regex.escape(lit), _REGEX_FLAGS)))
-            elif f"{kind}_pattern" in fspec:
-                out.append(_Delim(name, kind, f"fields.{name}.{kind}_pattern", None,
-                                  regex.compile(fspec[f"{kind}_pattern"], _REGEX_FLAGS)))
+    for name, fld in compiled.fields.items():
+        raw_field = compiled.spec["fields"][name]
+        for kind, delim in (("open", fld.open), ("close", fld.close)):
+            if delim is None:
+                continue
+            if delim.literals is None:
+                out.append(_Delim(name, kind, f"fields.{name}.{kind}_pattern", None, delim))
+                continue
+            raw = raw_field[kind]
+            for lit in delim.literals:
+                path = f"fields.{name}.{kind}" + ("" if isinstance(raw, str) else f"[{raw.index(lit)}]")
+                out.append(_Delim(name, kind, path, lit, delim))
     return out
 
 
@@ -226,14 +212,6 @@ def _search(pattern, text: str, pos: int = 0, **kw):
         return pattern.search(text, pos, timeout=_REGEX_TIMEOUT, **kw)
     except TimeoutError:
         return None
-
-
-def _spec_of(template: Any) -> dict:
-    """Validate with the engine (raises `parsing.TemplateError`) and return the spec dict."""
-    import parsing  # light: regex + stdlib only
-
-    compiled = parsing.load_template(template)
-    return compiled.spec
 
 
 # --------------------------------------------------------------------------- the checks
@@ -441,8 +419,6 @@ def _check_missing_close(spec: dict) -> list[LintWarning]:
 
 def _placeholders(transform: Any, path: str):
     """Yield ``(root_name, json_path)`` for every whole-string placeholder in a transform."""
-    from parsing.transform import PLACEHOLDER
-
     if isinstance(transform, dict):
         for key, value in transform.items():
             yield from _placeholders(value, f"{path}.{key}")
@@ -455,20 +431,18 @@ def _placeholders(transform: Any, path: str):
             yield whole.group(1).split(".")[0], path
 
 
-def _group_names(pattern: Any) -> set[str]:
-    try:
-        return set(regex.compile(pattern, regex.DOTALL).groupindex) if isinstance(pattern, str) else set()
-    except regex.error:
-        return set()
+def _group_names(delim: Delimiter | None) -> set[str]:
+    return set(delim.regex.groupindex) if delim is not None else set()
 
 
-def _check_transform_variables(spec: dict) -> list[LintWarning]:
+def _check_transform_variables(compiled: CompiledTemplate) -> list[LintWarning]:
     out = []
-    for name, fspec in spec["fields"].items():
+    for name, fspec in compiled.spec["fields"].items():
         if "transform" not in fspec or fspec.get("transform_each"):
             continue  # with transform_each the variables are each element's keys: only known at parse time
-        available = {"content"} | _group_names(fspec.get("open_pattern"))
-        close_groups = _group_names(fspec.get("close_pattern"))
+        fld = compiled.fields[name]
+        available = {"content"} | _group_names(fld.open)
+        close_groups = _group_names(fld.close)
         for root, path in _placeholders(fspec["transform"], f"fields.{name}.transform"):
             if root in available:
                 continue
@@ -495,9 +469,9 @@ def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
             continue
         for sample in JSON_BODY_SAMPLES:
             # Text follows the body in a real stream, so `$`-style anchors must not count as a hit.
-            m = _search(d.pattern, sample + "\n<more text>")
-            if m is not None and m.start() < len(sample):
-                snippet = sample[max(0, m.start() - 20): m.end() + 10]
+            hit = d.find(sample + "\n<more text>")
+            if hit is not None and hit[0] < len(sample):
+                snippet = sample[max(0, hit[0] - 20): hit[1] + 10]
                 out.append(LintWarning(
                     "close-in-json", d.path,
                     f"The close delimiter {d.shown} of the json field '{d.field}' matches inside ordinary JSON "
@@ -529,11 +503,11 @@ def _matches_empty_inside(pattern) -> bool:
     return False
 
 
-def _check_empty_match(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
+def _check_empty_match(compiled: CompiledTemplate, delims: list[_Delim]) -> list[LintWarning]:
+    spec = compiled.spec
     patterns = [(d.path, d.pattern, d.kind) for d in delims if d.literal is None]
-    if "start_anchor_pattern" in spec:
-        patterns.append(("start_anchor_pattern", regex.compile(spec["start_anchor_pattern"], _REGEX_FLAGS),
-                         "anchor"))
+    if compiled.start_anchor.literals is None:
+        patterns.append(("start_anchor_pattern", compiled.start_anchor.regex, "anchor"))
     for name, fspec in spec["fields"].items():
         tag = (fspec.get("content_args") or {}).get("tag_pattern")
         if isinstance(tag, str):
@@ -567,7 +541,7 @@ _SEARCH_START = regex.compile(r"(?<!\\)(?:\\\\)*\\G")  # \G not preceded by an e
 def _check_search_start(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     out = []
     for d in delims:
-        if d.literal is None and _SEARCH_START.search(d.pattern.pattern):
+        if d.literal is None and _SEARCH_START.search(d.compiled.source):
             out.append(LintWarning(
                 "search-start-anchor", d.path,
                 f"The pattern {d.shown} uses \\G, which anchors at the position where a search starts. "
@@ -578,16 +552,9 @@ def _check_search_start(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     return out
 
 
-def _check_anchor(spec: dict, prompt: str, suffix_start: int) -> list[LintWarning]:
-    if "start_anchor" in spec:
-        raw = spec["start_anchor"]
-        literals = [raw] if isinstance(raw, str) else raw
-        pattern = regex.compile("|".join(regex.escape(s) for s in sorted(literals, key=len, reverse=True)),
-                                _REGEX_FLAGS)
-        path = "start_anchor"
-    else:
-        pattern = regex.compile(spec["start_anchor_pattern"], _REGEX_FLAGS)
-        path = "start_anchor_pattern"
+def _check_anchor(compiled: CompiledTemplate, prompt: str, suffix_start: int) -> list[LintWarning]:
+    pattern = compiled.start_anchor.regex  # literals: the escaped alternation, longest first, as the parser uses
+    path = "start_anchor" if compiled.start_anchor.literals is not None else "start_anchor_pattern"
     last = None
     pos = 0
     while True:
@@ -616,148 +583,39 @@ def _check_anchor(spec: dict, prompt: str, suffix_start: int) -> list[LintWarnin
 # --------------------------------------------------------------------------- public API
 
 
-def generation_prompt(tokenizer: Any, messages: list[dict] | None = None, *, tools: list | None = None
-                      ) -> tuple[str, int]:
-    """Render a prompt with the tokenizer's chat template and locate its generation prompt.
-
-    Args:
-        tokenizer: anything with transformers' ``apply_chat_template(messages, tools=..., tokenize=False,
-            add_generation_prompt=...)`` (a `PreTrainedTokenizerBase`); transformers itself is not imported.
-        messages: the conversation; default one user message.
-        tools: optional tool schemas passed to the chat template.
-
-    Returns:
-        ``(prompt, start)``: the prompt rendered with ``add_generation_prompt=True`` and the offset where the
-        part that the generation prompt added begins (the end of the longest common prefix with the rendering
-        without it).
-
-    Raises:
-        whatever the chat template raises (e.g. ``ValueError`` if the tokenizer has no chat template,
-        ``jinja2`` errors for templates that reject the conversation).
-    """
-    messages = messages or [{"role": "user", "content": "Hello, doctor."}]
-    kw = {"tools": tools} if tools else {}
-    with_gp = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kw)
-    without = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False, **kw)
-    start = 0
-    for x, y in zip(with_gp, without):
-        if x != y:
-            break
-        start += 1
-    return with_gp, start
-
-
-_ENGINE_BASIS = "the project's engine, which validates exactly like transformers 5.23"
-_VLLM_BASIS = "vLLM's rule: only thinking, content (both plain text) and tool_calls"
-
-
-def _reference_verdict(spec: Any) -> tuple[str, str | None] | None:
-    """``(basis, error or None)`` from the installed transformers' own template loader; None if unavailable."""
-    try:
-        import transformers
-        from transformers.utils.chat_parsing.response_templates import load_response_template
-    except Exception:  # noqa: BLE001 - not installed, or a version without response templates
-        return None
-    basis = f"transformers {getattr(transformers, '__version__', '?')} (its own loader)"
-    try:
-        load_response_template(copy.deepcopy(spec))
-    except Exception as exc:  # noqa: BLE001 - the reference raises ValueError/TypeError/regex errors
-        return basis, f"{type(exc).__name__}: {exc}"
-    return basis, None
-
-
-def compatibility(template: Any, *, reference: bool | None = None) -> list[Compatibility]:
-    """Say whether transformers and vLLM's ``response_template`` parser would accept `template`.
-
-    Args:
-        template: a dict, JSON text, a path to a ``.json`` file or a compiled template (anything
-            `parsing.load_template` takes).
-        reference: ask the installed transformers' own loader for the transformers verdict: True (imports
-            transformers), False (never), None (default: only if transformers is already imported, so a light
-            caller stays light). Otherwise our engine decides (it validates exactly like transformers 5.23).
-
-    Returns:
-        ``[Compatibility("transformers", ...), Compatibility("vllm", ...)]``, each with the reasons for a
-        refusal and its ``basis``. vLLM: the parser accepts only the fields ``thinking``, ``content`` and
-        ``tool_calls``, with ``thinking`` and ``content`` plain text (``content: "text"``, no transform, no
-        repeats, no content_args), as issue #6 describes it; a template that does not load is refused too.
-        Never raises for a bad template.
-    """
-    import parsing
-
-    spec: Any = None
-    engine_error = None
-    try:
-        spec = parsing.load_template(template).spec
-    except (ValueError, OSError) as exc:  # TemplateError is a ValueError
-        engine_error = str(exc)
-    use_reference = ("transformers" in sys.modules) if reference is None else reference
-    verdict = None
-    if use_reference:
-        raw = spec
-        if raw is None and isinstance(template, dict):
-            raw = template
-        verdict = _reference_verdict(raw) if raw is not None else None
-    if verdict is not None:
-        basis, ref_error = verdict
-        transformers_c = Compatibility("transformers", ref_error is None, (ref_error,) if ref_error else (), basis)
-    else:
-        transformers_c = Compatibility("transformers", engine_error is None,
-                                       (engine_error,) if engine_error else (), _ENGINE_BASIS)
-    if spec is None:
-        return [transformers_c, Compatibility("vllm", False, ("the template does not load: " + engine_error,),
-                                              _VLLM_BASIS)]
-    reasons = []
-    for name, fspec in spec["fields"].items():
-        if name not in VLLM_FIELDS:
-            hint = " (vLLM calls reasoning 'thinking')" if name == REASONING_KEY else ""
-            reasons.append(f"field '{name}' is not one of {', '.join(VLLM_FIELDS)}{hint}")
-        elif name in _VLLM_TEXT_FIELDS:
-            bad = []
-            if fspec.get("content", "text") != "text":
-                bad.append(f"content {fspec['content']!r}")
-            for key in ("transform", "transform_each", "repeats", "join", "content_args"):
-                if key in fspec and fspec[key] not in (False, None, {}):
-                    bad.append(key)
-            if bad:
-                reasons.append(f"field '{name}' must be plain text, but it sets {', '.join(bad)}")
-    return [transformers_c, Compatibility("vllm", not reasons, tuple(reasons), _VLLM_BASIS)]
-
-
 def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[str, int] | str | None = None,
          reference: bool | None = None) -> LintReport:
     """Find problems in a template that loads but will hurt real outputs.
 
     Args:
-        template: a dict, JSON text, a path to a ``.json`` file or a compiled template.
+        template: anything `parsing.load_template` takes (a dict, JSON text, a path, a compiled template).
         tokenizer: optional; with a chat template, the start anchor is checked against the generation prompt
             it renders (see `generation_prompt`). A tokenizer whose chat template cannot render a one-message
             conversation gives an ``info`` warning instead.
         generation_prompt_text: alternatively the rendered prompt itself, either ``(prompt, start)`` as
             `generation_prompt` returns or a bare string that is all generation prompt (``start = 0``).
-        reference: passed to `compatibility`.
+        reference: passed to `parsing.doctor.compat.compatibility`.
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
         reasoning name, overwrite, delimiter prefixes, missing close, transform variables, close in JSON, empty
-        matches, \\G, start
-        anchor)
-        and the compatibility section.
+        matches, \\G, start anchor) and the compatibility section.
 
     Raises:
         parsing.TemplateError: the template does not load (a ``ValueError``); lint needs a valid template.
         OSError: a path that cannot be read.
     """
-    spec = _spec_of(template)
-    delims = _delimiters(spec)
+    compiled = load_template(template)
+    spec = compiled.spec
+    delims = _delimiters(compiled)
     warnings: list[LintWarning] = []
     warnings += _check_reasoning_name(spec)
     warnings += _check_overwrite(spec)
     warnings += _check_delimiter_prefix(spec, delims)
     warnings += _check_missing_close(spec)
-    warnings += _check_transform_variables(spec)
+    warnings += _check_transform_variables(compiled)
     warnings += _check_close_in_json(spec, delims)
-    warnings += _check_empty_match(spec, delims)
+    warnings += _check_empty_match(compiled, delims)
     warnings += _check_search_start(spec, delims)
     gp = generation_prompt_text
     if gp is None and tokenizer is not None:
@@ -773,6 +631,6 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     if isinstance(gp, str):
         gp = (gp, 0)
     if gp is not None:
-        warnings += _check_anchor(spec, gp[0], gp[1])
+        warnings += _check_anchor(compiled, gp[0], gp[1])
     warnings.sort(key=lambda w: w.severity != "warning")  # stable: check order within each severity
-    return LintReport(warnings, compatibility(spec, reference=reference))
+    return LintReport(warnings, compatibility(compiled, reference=reference))

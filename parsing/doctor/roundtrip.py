@@ -22,8 +22,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diff import DiffEntry, diff_values, format_diff
 from ..streams import parse_stream
+from ..template import load_template
+from .chat_template import common_prefix
+from .diff import DiffEntry, diff_values, format_diff
 
 __all__ = ["SAMPLE_TOOLS", "Sample", "sample_cases", "RoundTripCase", "RoundTripReport", "roundtrip",
            "split_generation"]
@@ -142,15 +144,6 @@ def _prune(message: dict) -> dict:
     return {k: v for k, v in message.items() if k == "role" or v not in (None, "", [], {})}
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _token_boundary(tokenizer: Any, text: str, limit: int) -> int:
     """The largest token boundary of `text` at or before `limit` (a model generates whole tokens, so the split
     must not cut `<think>` into `<t` + `hink>`); `limit` itself when the tokenizer gives no offsets."""
@@ -188,7 +181,7 @@ def split_generation(tokenizer: Any, conversation: list[dict], message: dict, *,
     if full.startswith(prompt):
         prefix, generation = prompt, full[len(prompt):]
     else:
-        common = _token_boundary(tokenizer, prompt, _common_prefix(prompt, full))
+        common = _token_boundary(tokenizer, prompt, common_prefix(prompt, full))
         prefix, generation = full[:common], full[common:]
         notes.append(f"the rendered assistant turn does not start with the generation prompt (they differ after "
                      f"{prompt[max(0, common - 30):common]!r}: generation prompt continues {prompt[common:][:40]!r},"
@@ -245,9 +238,7 @@ def roundtrip(template: Any, tokenizer: Any, *, samples: list[Sample] | None = N
     Raises:
         parsing.TemplateError: the response template does not load.
     """
-    import parsing
-
-    compiled = parsing.load_template(template)
+    compiled = load_template(template)
     tokenizer = _load_tokenizer(tokenizer)
     tools = SAMPLE_TOOLS if tools is None else tools
     conversation = conversation or [{"role": "user", "content": USER_MESSAGE}]

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .diff import DiffEntry, diff_values, format_diff
 from ..streams import boundaries, chunkings, parse_stream
+from ..template import load_template
+from .diff import DiffEntry, diff_values, format_diff
 
 __all__ = [
     "Case",
@@ -358,9 +359,7 @@ def run_suite(template: Any, cases: Iterable[Case | dict], *, chunkings_per_case
         parsing.TemplateError: the template does not load.
         SuiteFormatError: a case dict that is not valid.
     """
-    import parsing
-
-    compiled = parsing.load_template(template)
+    compiled = load_template(template)
     results = []
     for index, case in enumerate(cases):
         if not isinstance(case, Case):

@@ -6,7 +6,8 @@ import json
 import pytest
 
 import parsing
-from parsing.doctor.lint import compatibility, lint
+from parsing.doctor.compat import compatibility
+from parsing.doctor.lint import lint
 
 from doctor_templates import CHATML_PROMPT, CLEAN, GUIDE, clean
 
@@ -130,7 +131,7 @@ def test_delimiter_prefix_triggers_on_identical_delimiters_and_literal_vs_patter
 
 def test_delimiter_prefix_quiet_for_distinct_delimiters():
     assert only(CLEAN, "delimiter-prefix") == []
-    # Prefixes inside one field's own list are the engine's business (it holds them correctly).
+    # Prefixes inside one field's own list are the parser's business (it holds them correctly).
     spec = clean(tool_calls={**TOOL, "open": ["<tool_call>", "<tool_call>\n"]})
     assert only(spec, "delimiter-prefix") == []
 
@@ -348,7 +349,7 @@ def test_compatibility_asks_the_installed_transformers_when_told():
     assert not c["transformers"].accepted and "transform" in c["transformers"].reasons[0]
     assert "transformers 5." in c["transformers"].basis
     c = {x.target: x for x in compatibility(bad, reference=False)}
-    assert not c["transformers"].accepted and "engine" in c["transformers"].basis
+    assert not c["transformers"].accepted and "`parsing`" in c["transformers"].basis
     assert "per " in lint(CLEAN, reference=False).format()
 
 
