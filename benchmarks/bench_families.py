@@ -48,6 +48,7 @@ from examples import list_families, load_family  # noqa: E402
 # of whichever parser happens to run then, while CPU time stays close to the work done (--wall for wall-clock).
 CLOCK = time.process_time
 from parsing import ResponseParser, load_template  # noqa: E402
+from parsing.streams import fixed_chunks  # noqa: E402
 
 
 @dataclass
@@ -57,10 +58,6 @@ class Case:
     prefix: str
     tools: list
     chunks: list
-
-
-def cut(text: str, size: int) -> list:
-    return [text[i:i + size] for i in range(0, len(text), size)]
 
 
 def run_case(parser_cls, template, case: Case):
@@ -104,7 +101,7 @@ def time_feeds(parser_cls, template, case: Case) -> tuple[float, object]:
 
 
 def transcript_cases(family, chunk: int) -> list:
-    return [Case(t.prefix, t.tools, cut(t.output, chunk)) for t in family.transcripts]
+    return [Case(t.prefix, t.tools, fixed_chunks(t.output, chunk)) for t in family.transcripts]
 
 
 def long_stream_case(family, kb: int, chunk: int) -> tuple[Case, str]:
@@ -131,7 +128,7 @@ def long_stream_case(family, kb: int, chunk: int) -> tuple[Case, str]:
         raise SystemExit(f"{family.name}: no transcript to build a long stream from")
     _, t, replaced = min(ranked, key=lambda r: r[0])
     output = t.output.replace(replaced, words, 1) if replaced else words + "\n" + t.output
-    return Case(t.prefix, t.tools, cut(output, chunk)), words
+    return Case(t.prefix, t.tools, fixed_chunks(output, chunk)), words
 
 
 def contains(value, words: str) -> bool:
@@ -223,7 +220,7 @@ def main() -> None:
         print()
 
     for kb in args.sizes:
-        literal = Case(LITERAL_PREFIX, [], cut(make_generation(kb), args.chunk))
+        literal = Case(LITERAL_PREFIX, [], fixed_chunks(make_generation(kb), args.chunk))
         rows = []
         for family in families:
             ours_t = load_template(family.template)

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from examples import default_template  # noqa: E402
 from parsing import ResponseParser  # noqa: E402
+from parsing.streams import fixed_chunks  # noqa: E402
 
 TEMPLATE = default_template()  # the project's default ChatML template (examples.DEFAULT_FAMILY)
 PREFIX = "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
@@ -51,7 +52,7 @@ def make_generation(kb: int, seed: int = 0) -> str:
 def stream(parser_cls, text: str, chunk: int) -> tuple[float, int, dict, int]:
     """Returns (seconds spent in feed, number of feeds, message, chars in the scan buffer at the end)."""
     parser = parser_cls(TEMPLATE, prefix=PREFIX)
-    chunks = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    chunks = fixed_chunks(text, chunk)
     gc.collect()
     gc.disable()
     try:
@@ -74,7 +75,7 @@ def held_memory(parser_cls, text: str, chunk: int) -> tuple[float, float]:
     """
     import tracemalloc
 
-    chunks = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    chunks = fixed_chunks(text, chunk)
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]

@@ -19,6 +19,8 @@ sys.path.insert(0, str(ROOT))
 from examples import builtin_model  # noqa: E402
 from examples.builtin_model.template import CONTROL_TOKENS, MARKER_TOKENS, RESPONSE_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # loads the shipped model and generates
+
 # Whether the shipped model copies argument values from the prompt (city names, times). The
 # evaluation (examples/builtin_model/results/eval.json, "tool_call_exact") says how often it
 # does; this switch follows the shipped weights.

@@ -49,6 +49,7 @@ def test_entity_lists_are_disjoint():
     assert not set(data._CURRENCIES_TRAIN) & set(data._CURRENCIES_EVAL)
 
 
+@pytest.mark.slow
 def test_no_evaluation_entity_appears_in_training(train_examples):
     text = _all_text(train_examples)
     names = sorted({c.replace("_", " ") for c in data._CITIES_EVAL}, key=len, reverse=True)

@@ -134,6 +134,7 @@ def _key(m):
     return None if m is None else (m.span(), bool(m.partial), m.groups())
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(pattern=_pattern(), text=TEXTS)
 def test_prefilter_never_rules_out_a_match(pattern, text):

@@ -39,6 +39,8 @@ EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "1500"))
 SWEEP_PATH = os.environ.get("PROPERTY_SWEEP", "")
 SEED = os.environ.get("PROPERTY_SEED", "")
 
+pytestmark = pytest.mark.slow  # thousands of generated templates against the reference
+
 ANCHORS = ["<|a|>", "<|b|>"]
 ANCHOR = ANCHORS[0]
 # start-anchor forms: (template keys, the anchor texts a prefix may use)

@@ -8,6 +8,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts the app as a server process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

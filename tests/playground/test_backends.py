@@ -8,6 +8,8 @@ import pytest
 from playground import backends
 from playground.session import LiveParse, template_to_text
 
+pytestmark = pytest.mark.slow  # loads models and generates
+
 
 def test_load_is_cached_and_template_comes_from_tokenizer(tiny_model_dir):
     a = backends.load_model(tiny_model_dir)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from parsing.streams import tokenish_chunks
 from playground import reference
 from playground.reference import reference_check
@@ -39,6 +41,7 @@ def test_reference_check_skips_quickly_when_our_parse_timed_out():
     assert chk["skipped"] and not chk["agree"] and not chk["differences"]
 
 
+@pytest.mark.slow
 def test_reference_check_runs_transformers_in_a_worker_killed_at_its_deadline():
     import time
 
