@@ -24,7 +24,7 @@ import gradio as gr
 import parsing
 from parsing.doctor import ChecksReport, LintReport, RoundTripReport, SuiteReport
 from parsing.doctor import suites as doctor_suites
-from parsing.doctor.lint import generation_prompt
+from parsing.doctor.chat_template import generation_prompt
 from parsing.doctor.roundtrip import roundtrip
 from parsing.streams import parse_stream
 

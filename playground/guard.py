@@ -90,13 +90,10 @@ def scrub_paths(text: str) -> str:
 
 def _session_hash() -> str | None:
     """The session hash of the request being handled (Gradio sets it for the running handler), else None."""
-    try:
-        from gradio.context import LocalContext
+    from gradio.context import LocalContext  # here, not at the top: worker processes import this module
 
-        request = LocalContext.request.get(None)
-        return getattr(request, "session_hash", None) if request is not None else None
-    except Exception:  # noqa: BLE001
-        return None
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None) if request is not None else None
 
 
 class SessionRegistry:
