@@ -2,7 +2,8 @@
 
 import copy
 
-# A ChatML template (SmolLM3/Qwen3 shape) that lint has nothing to say about.
+# A ChatML template with literal delimiters that lint has nothing to say about (the tests below change one
+# delimiter at a time, so they need tags, not the project default's patterns).
 CLEAN = {
     "defaults": {"role": "assistant"},
     "start_anchor": "<|im_start|>assistant\n",

@@ -51,7 +51,7 @@ def test_segments_tile_the_stream():
 def test_reparse_with_another_template_uses_the_same_chunks():
     run = Run(prefix=PREFIX, chunks=tuple(tokenish_chunks(OUT)), template_text=TPL)
     spec = json.loads(TPL)
-    spec["fields"]["reasoning_content"]["close"] = "</thinking>"
+    spec["fields"]["reasoning_content"] = {"open": "<think>", "close": "</thinking>"}
     view = parse_run(run, json.dumps(spec))
     assert "</think>" in view.message["reasoning_content"]
     assert not reference_check(run, view, json.dumps(spec))["differences"]
