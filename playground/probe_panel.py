@@ -13,16 +13,17 @@ Element ids (for tests): ``doctor-probe-prefixes``, ``doctor-probe-btn``, ``doct
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
 import gradio as gr
 
+import examples
 import parsing
 from parsing.doctor.probe import ERROR, NO_CALL, ProbeReport
 
 from . import offload
+from .render import escape
 
 __all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "score_label"]
 
@@ -32,10 +33,6 @@ MAX_SHOWN = 600  # characters of an output or value shown before it is cut
 
 _COLORS = {"pass": ("#065f46", "#d1fae5"), "fail": ("#991b1b", "#fee2e2"), "limit": ("#92400e", "#fef3c7"),
            "n/a": ("#374151", "#e5e7eb")}
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _cut(text: str) -> str:
@@ -51,13 +48,13 @@ def _show(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
-    return f"<code>{_e(_cut(text))}</code>"
+    return f"<code>{escape(_cut(text))}</code>"
 
 
 def _badge(status: str) -> str:
     fg, bg = _COLORS.get(status, ("#111", "#eee"))
     label = {"limit": "KNOWN LIMIT", "n/a": "N/A"}.get(status, status.upper())
-    return (f'<span class="probe-badge probe-{_e(status.replace("/", ""))}" style="color:{fg};background:{bg};'
+    return (f'<span class="probe-badge probe-{escape(status.replace("/", ""))}" style="color:{fg};background:{bg};'
             f'padding:1px 6px;border-radius:4px;font-weight:600;font-size:0.85em">{label}</span>')
 
 
@@ -68,15 +65,15 @@ def probe_html(report: ProbeReport) -> str:
     """The report as HTML: a summary, one row per class, then every probe that did not pass with its prompt,
     output, expected vs got (and the chunking), and the suggested change or the known limit. All text from the
     template and the outputs is escaped."""
-    head = _badge("pass" if report.passed else "fail") + f" <b>{_e(report.summary())}</b>"
-    notes = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    head = _badge("pass" if report.passed else "fail") + f" <b>{escape(report.summary())}</b>"
+    notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     rows = []
     for c in report.classes:
         passed = sum(r.status == "pass" for r in c.results)
         count = f"{passed}/{len(c.results)}" if c.results else "—"
-        why = _e(c.reason) if c.status == "n/a" else ""
-        rows.append(f"<tr class='probe-class' data-class='{_e(c.cls)}'><td {_CELL}><b>{_e(c.cls)}</b></td>"
-                    f"<td {_CELL}>{_e(c.title)}</td><td {_CELL}>{_badge(c.status)}</td><td {_CELL}>{count}</td>"
+        why = escape(c.reason) if c.status == "n/a" else ""
+        rows.append(f"<tr class='probe-class' data-class='{escape(c.cls)}'><td {_CELL}><b>{escape(c.cls)}</b></td>"
+                    f"<td {_CELL}>{escape(c.title)}</td><td {_CELL}>{_badge(c.status)}</td><td {_CELL}>{count}</td>"
                     f"<td {_CELL}>{why}</td></tr>")
     table = ("<table class='probe-classes' style='border-collapse:collapse;width:100%;font-size:0.9em'>"
              f"<tr><th {_CELL}>class</th><th {_CELL}>what</th><th {_CELL}>result</th><th {_CELL}>probes</th>"
@@ -88,21 +85,21 @@ def probe_html(report: ProbeReport) -> str:
         c = r.case
         accept = "".join(f"<br>or {_show(a)}" for a in c.accept)
         if r.status == "limit":
-            advice = f"<div><b>Known limit of the template language:</b> {_e(c.limit)}</div>"
+            advice = f"<div><b>Known limit of the template language:</b> {escape(c.limit)}</div>"
         else:
             checked = {True: " <span class='probe-checked'>(checked: the probe passes with it)</span>",
                        False: " <span class='probe-unchecked'>(not enough on its own)</span>"}.get(r.fix_verified, "")
-            advice = f"<div><b>Suggested change:</b> <code>{_e(c.suggestion)}</code>{checked}</div>" \
+            advice = f"<div><b>Suggested change:</b> <code>{escape(c.suggestion)}</code>{checked}</div>" \
                 if c.suggestion else ""
-        extra = f"<div>{_e(r.detail)}</div>" if r.detail else ""
+        extra = f"<div>{escape(r.detail)}</div>" if r.detail else ""
         details.append(
-            f"<details class='probe-result probe-{_e(r.status.replace('/', ''))}' data-probe='{_e(c.id)}'"
+            f"<details class='probe-result probe-{escape(r.status.replace('/', ''))}' data-probe='{escape(c.id)}'"
             f"{' open' if r.status == 'fail' else ''}>"
-            f"<summary>{_badge(r.status)} <code>{_e(c.id)}</code>: {_e(c.title)}</summary>"
-            f"<div>prompt: <code>{_e(c.prefix_name)}</code></div>"
-            f"<div>output: <pre style='white-space:pre-wrap;margin:2px 0'>{_e(_cut(c.output))}</pre></div>"
+            f"<summary>{_badge(r.status)} <code>{escape(c.id)}</code>: {escape(c.title)}</summary>"
+            f"<div>prompt: <code>{escape(c.prefix_name)}</code></div>"
+            f"<div>output: <pre style='white-space:pre-wrap;margin:2px 0'>{escape(_cut(c.output))}</pre></div>"
             f"<div>expected: {_show(c.expected)}{accept}</div>"
-            f"<div>got ({_e(r.chunking or '')}): {_show(r.got)}</div>{extra}{advice}</details>")
+            f"<div>got ({escape(r.chunking or '')}): {_show(r.got)}</div>{extra}{advice}</details>")
     notes_html = f"<ul class='probe-notes'>{notes}</ul>" if notes else ""
     return f"<div class='probe-report'><div>{head}</div>{notes_html}{table}{''.join(details)}</div>"
 
@@ -110,37 +107,18 @@ def probe_html(report: ProbeReport) -> str:
 # ------------------------------------------------------------------------------------------ prefixes
 
 
-def _examples():
-    try:
-        import examples
-        return examples
-    except Exception:  # noqa: BLE001 - the library is optional for the panel
-        return None
-
-
 def family_choices() -> list[str]:
     """The prefix sources the panel offers: auto, none, then every library family."""
-    ex = _examples()
-    try:
-        families = list(ex.list_families()) if ex else []
-    except Exception:  # noqa: BLE001
-        families = []
-    return [AUTO, NONE, *families]
+    return [AUTO, NONE, *examples.list_families()]
 
 
 def _family_of(template_text: str) -> str | None:
     """The library family whose template equals the editor's (compared as JSON), or None."""
-    ex = _examples()
-    if ex is None:
-        return None
     try:
         spec = json.loads(template_text)
-        for name in ex.list_families():
-            if ex.load_family(name).template == spec:
-                return name
-    except Exception:  # noqa: BLE001 - not JSON yet: no family
+    except ValueError:  # not JSON yet: no family
         return None
-    return None
+    return next((name for name in examples.list_families() if examples.load_family(name).template == spec), None)
 
 
 def prefixes_for(choice: str, template_text: str, run_prefix: str | None) -> tuple[dict | None, str]:
@@ -152,7 +130,7 @@ def prefixes_for(choice: str, template_text: str, run_prefix: str | None) -> tup
     prefixes: dict = {}
     where = []
     if family:
-        prefixes.update(_examples().load_family(family).prefixes)
+        prefixes.update(examples.load_family(family).prefixes)
         where.append(f"the {family} family's prompts")
     if run_prefix:
         prefixes["current run"] = run_prefix
@@ -198,7 +176,7 @@ def build_probe_panel(ctx: Any) -> None:
             prefixes, where = prefixes_for(choice, tpl_text, getattr(run, "prefix", None) if run else None)
             report = offload.bounded(offload.probe_job, tpl_text, prefixes, what="The probes",
                                      local="python -m parsing probe template.json --prefixes prefixes.json")
-            return f"<div class='probe-source'>{_e(where)}</div>" + probe_html(report)
+            return f"<div class='probe-source'>{escape(where)}</div>" + probe_html(report)
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             from .doctor_panel import _problem
             return _problem(exc)

@@ -27,6 +27,7 @@ from . import backends, draft_panel, guard, policy, reference, remote_panel, ren
 from .doctor_panel import build_doctor_panel
 from .export import export_template, fresh_export_dir
 from .limits import Limits, cut_message
+from .probe_panel import score_label
 from .reference import reference_check
 from .session import (
     SKELETON_TEMPLATE,
@@ -258,8 +259,6 @@ def list_library_families() -> list[str]:
 def library_choices(families: list[str]) -> list:
     """Dropdown choices for the library picker: ``(label, family)`` with each family's probe score in the
     label (``"qwen3 — probes 34/35, 1 known limit"``), from ``examples.probe_scores()``."""
-    from .probe_panel import score_label
-
     scores = examples.probe_scores()
     return [(score_label(name, scores.get(name)), name) for name in families]
 

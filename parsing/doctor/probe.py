@@ -44,7 +44,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TemplateError
 from ..streams import merged_events, parse_stream, random_chunks, replay_chunks
+from ..template import load_template, loads_template
 from .probe_cases import CLASSES, DEFAULT_TOOLS, ERROR, NO_CALL, ProbeCase, apply_fix, build_cases
 from .probe_formats import _Shape, _delim, _prompts
 from .samples import SampleError
@@ -325,10 +327,8 @@ def probe(template: Any, *, prefixes: dict | None = None, tools: list | None = N
     Raises:
         parsing.TemplateError: the template does not load.
     """
-    import parsing
-
     # Text is parsed as JSON text only, never opened as a path: it may come from an editor or a request.
-    compiled = parsing.loads_template(template) if isinstance(template, str) else parsing.load_template(template)
+    compiled = loads_template(template) if isinstance(template, str) else load_template(template)
     spec = compiled.spec
     tools = list(tools) if tools else DEFAULT_TOOLS
     tool_names = {t.get("function", t).get("name") for t in tools if isinstance(t, dict)}
@@ -367,11 +367,9 @@ def probe(template: Any, *, prefixes: dict | None = None, tools: list | None = N
 
 
 def _verify_fix(spec: dict, case: ProbeCase, tools: list, markers: list, shape: _Shape) -> bool:
-    import parsing
-
     try:
-        patched = parsing.load_template(apply_fix(spec, case.fix))
-    except parsing.TemplateError:
+        patched = load_template(apply_fix(spec, case.fix))
+    except TemplateError:
         return False
     return _run(patched, case, tools, markers, shape).status == "pass"
 
