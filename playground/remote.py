@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from httpx_sse import SSEError, connect_sse
 
+from parsing.doctor.samples import SampleError, pattern_samples
+
 from .backends import GenerationError, LoadedModel, ModelLoadError
 
 log = logging.getLogger(__name__)
@@ -519,10 +521,23 @@ def stripped_special_delimiters(text: str, template_text: str, tokenizer) -> lis
         try:
             if d.run("search", text, timeout=1.0) is not None:
                 return []  # some delimiter came through
-            matched += [t for t in specials if t not in matched and d.run("fullmatch", t, timeout=1.0)]
-        except Exception:  # noqa: BLE001 - a pathological pattern: no warning rather than a failure
+        except TimeoutError:  # a pathological pattern (PatternTimeoutError): no verdict from it
             continue
+        texts = _delimiter_texts(d)
+        matched += [t for t in specials if t not in matched and any(t in x for x in texts)]
     return matched
+
+
+def _delimiter_texts(delim) -> list[str]:
+    """What a delimiter looks like in a stream: its literals, or for a pattern one example text per alternative
+    (`parsing.doctor.samples`; a lookahead-only alternative by the text it waits for). Patterns such as
+    ``<tool_call>(?=\\s*\\{)`` or a close with a lookbehind match no special token on its own, yet carry it."""
+    if delim.literals is not None:
+        return list(delim.literals)
+    try:
+        return [s.text or s.trigger for s in pattern_samples(delim.source)]
+    except SampleError:
+        return []
 
 
 def stripped_token_warning(tokens: list[str], refused: bool) -> str:
