@@ -16,7 +16,6 @@ Element ids (for tests): ``draft-open`` (the button), ``draft-panel``, ``draft-c
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from . import offload
+from .render import escape
 
 __all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "draft_job", "excerpt_html",
            "chat_template_of"]
@@ -48,13 +48,9 @@ _CSS = """
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def _visible(text: str) -> str:
     """Whitespace made visible (a newline shows as ⏎ then breaks), escaped."""
-    return _e(text).replace("\n", "⏎\n").replace("\t", "⇥")
+    return escape(text).replace("\n", "⏎\n").replace("\t", "⇥")
 
 
 def excerpt_html(text: str, span: tuple | list | None) -> str:
@@ -98,15 +94,15 @@ def draft_html(draft: Any) -> str:
             ("parallel calls", fmt.get("parallel_calls")), ("thinking switch", fmt.get("thinking_switch"))]
     out.append('<div class="draft-sec">What the chat template shows</div><ul>')
     for name, value in rows:
-        out.append(f"<li>{_e(name)}: <code>{_e(json.dumps(value, ensure_ascii=False))}</code></li>")
+        out.append(f"<li>{escape(name)}: <code>{escape(json.dumps(value, ensure_ascii=False))}</code></li>")
     out.append("</ul>")
     out.append('<div class="draft-sec">Confidence per field</div><div>')
     for field, score in (d.get("confidence") or {}).items():
-        out.append(f'<span class="draft-conf">{_e(field)}: {float(score):.2f}</span>')
+        out.append(f'<span class="draft-conf">{escape(field)}: {float(score):.2f}</span>')
     out.append("</div>")
     if d.get("notes"):
         out.append('<div class="draft-sec">Notes</div><ul>')
-        out.extend(f"<li>{_e(n)}</li>" for n in d["notes"])
+        out.extend(f"<li>{escape(n)}</li>" for n in d["notes"])
         out.append("</ul>")
     renderings = d.get("renderings") or {}
     out.append('<div class="draft-sec">Evidence: how each marker was found</div>')
@@ -114,13 +110,13 @@ def draft_html(draft: Any) -> str:
         right = renderings.get(ev.get("right"), {})
         left = renderings.get(ev.get("left"), {}) if ev.get("left") else {}
         out.append('<div class="draft-ev">')
-        out.append(f"<b>{_e(ev.get('marker'))}</b>: <code>{_e(ev.get('value'))}</code><br>{_e(ev.get('note'))}")
+        out.append(f"<b>{escape(ev.get('marker'))}</b>: <code>{escape(ev.get('value'))}</code><br>{escape(ev.get('note'))}")
         if right.get("text"):
-            out.append(f'<div class="draft-label">rendering “{_e(ev.get("right"))}”: {_e(right.get("description", ""))}'
+            out.append(f'<div class="draft-label">rendering “{escape(ev.get("right"))}”: {escape(right.get("description", ""))}'
                        f"</div><pre>{excerpt_html(right['text'], ev.get('span'))}</pre>")
         if left.get("text") and ev.get("left") != ev.get("right"):
-            out.append(f'<div class="draft-label">compared with “{_e(ev.get("left"))}”: '
-                       f"{_e(left.get('description', ''))}</div><pre>{excerpt_html(left['text'], _differing(left['text'], right.get('text', '')))}</pre>")
+            out.append(f'<div class="draft-label">compared with “{escape(ev.get("left"))}”: '
+                       f"{escape(left.get('description', ''))}</div><pre>{excerpt_html(left['text'], _differing(left['text'], right.get('text', '')))}</pre>")
         out.append("</div>")
     checks = d.get("checks") or []
     if checks:
@@ -130,8 +126,8 @@ def draft_html(draft: Any) -> str:
             mark = ('<span class="draft-pass">✓ pass</span>' if c.get("passed")
                     else '<span class="draft-fail">✗ fail</span>')
             got = c.get("error") or json.dumps(c.get("got"), ensure_ascii=False)
-            out.append(f"<tr><td>{_e(c.get('label'))}</td><td>{mark}</td><td><code>{_visible(c.get('output', ''))}"
-                       f"</code></td><td><code>{_e(got)}</code></td></tr>")
+            out.append(f"<tr><td>{escape(c.get('label'))}</td><td>{mark}</td><td><code>{_visible(c.get('output', ''))}"
+                       f"</code></td><td><code>{escape(got)}</code></td></tr>")
         out.append("</table>")
     return "".join(out)
 
@@ -205,7 +201,7 @@ def draft_layout(open_btn: Any) -> DraftParts:
 
 def _note(text: str, kind: str = "info") -> str:
     color = {"error": "#dc2626", "info": "inherit", "ok": "#16a34a"}.get(kind, "inherit")
-    return f'<div class="draft-note-{_e(kind)}" style="color:{color}">{_e(text)}</div>'
+    return f'<div class="draft-note-{escape(kind)}" style="color:{color}">{escape(text)}</div>'
 
 
 def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from . import remote
-from .render import show_bidi
+from .render import escape
 
 LOCAL = "local"
 CUSTOM = "custom-url"
@@ -122,7 +121,7 @@ def _cell(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > 4000:
         text = text[:4000] + f"… (+{len(text) - 4000} chars)"
-    return html.escape(show_bidi(text))
+    return escape(text)
 
 
 _VERDICT_TEXT = {"same": "same", "whitespace": "same up to surrounding whitespace", "differs": "DIFFERS",
@@ -139,8 +138,8 @@ def parity_html(rows: list[dict], server_label: str, sampling: dict, refused: li
                f"differ{'s' if n_diff == 1 else ''}</span>" if n_diff else
                '<span class="sum-same" id="parity-same">✓ the server parses the same message</span>')
     body = "".join(
-        f'<tr class="{r["verdict"].replace(" ", "-")}" data-field="{html.escape(r["field"])}">'
-        f'<td>{html.escape(r["field"])}</td><td class="v">{_cell(r["template"])}</td>'
+        f'<tr class="{r["verdict"].replace(" ", "-")}" data-field="{escape(r["field"])}">'
+        f'<td>{escape(r["field"])}</td><td class="v">{_cell(r["template"])}</td>'
         f'<td class="v">{_cell(r["server"])}</td><td>{_VERDICT_TEXT.get(r["verdict"], r["verdict"])}</td></tr>'
         for r in rows)
     temp = float(sampling.get("temperature") or 0)
@@ -155,14 +154,14 @@ def parity_html(rows: list[dict], server_label: str, sampling: dict, refused: li
     refused_note = (f" The server refused {', '.join(refused)}; it was sent without."
                     if refused else "")
     return (f'<div class="parity" id="parity-result">{summary} <span>template (this page) vs. '
-            f"{html.escape(server_label)}'s own parser (/v1/chat/completions)</span>"
-            f'<p class="caveat" id="parity-caveat">{html.escape(caveat + refused_note)}</p>'
+            f"{escape(server_label)}'s own parser (/v1/chat/completions)</span>"
+            f'<p class="caveat" id="parity-caveat">{escape(caveat + refused_note)}</p>'
             f"<table><tr><th>field</th><th>template parse of the streamed text</th>"
             f"<th>server's message</th><th></th></tr>{body}</table></div>")
 
 
 def _note(text: str, kind: str = "info") -> str:
-    return f'<div class="parity" id="parity-{kind}">{html.escape(text)}</div>'
+    return f'<div class="parity" id="parity-{kind}">{escape(text)}</div>'
 
 
 def parity_for(sess) -> str:

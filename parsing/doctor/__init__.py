@@ -7,7 +7,7 @@ this package.
 
 - `parsing.doctor.lint`: `lint` (warnings with JSON paths and fixes), with the compatibility section from
   `parsing.doctor.compat` (`compatibility`: would transformers and vLLM accept it) and the generation prompt
-  from `parsing.doctor.chat_template` (`generation_prompt`, `common_prefix`).
+  from `parsing.doctor.chat_template` (`generation_prompt`).
 - `run_checks` (`parsing.doctor.checks`): overwritten values, regions open at end of
   stream, results that change with chunking, for one recorded run.
 - `parsing.doctor.roundtrip`: `roundtrip` renders sample messages with a tokenizer's

@@ -1,29 +1,21 @@
 """Chat-template helpers shared by the doctor: the generation prompt a tokenizer renders, and where two
 renderings part.
 
-`lint` checks the start anchor against `generation_prompt`; `roundtrip` splits a rendered assistant turn
-at `common_prefix` with the prompt. Rendering a chat template given as text, without a tokenizer, is
-`parsing.doctor.chat_render`.
+`lint` checks the start anchor against `generation_prompt`. Rendering a chat template given as text, without a
+tokenizer, is `parsing.doctor.chat_render`; comparing renderings (common prefixes, markers) is
+`parsing.doctor.textdiff`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["REASONING_KEY", "common_prefix", "generation_prompt"]
+from .textdiff import common_prefix
+
+__all__ = ["REASONING_KEY", "generation_prompt"]
 
 #: The message key chat templates read reasoning from.
 REASONING_KEY = "reasoning_content"
-
-
-def common_prefix(a: str, b: str) -> int:
-    """The length of the longest common prefix of `a` and `b` (characters)."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def generation_prompt(tokenizer: Any, messages: list[dict] | None = None, *, tools: list | None = None
@@ -38,7 +30,7 @@ def generation_prompt(tokenizer: Any, messages: list[dict] | None = None, *, too
 
     Returns:
         ``(prompt, start)``: the prompt rendered with ``add_generation_prompt=True`` and the offset where the
-        part that the generation prompt added begins (`common_prefix` with the rendering without it).
+        part that the generation prompt added begins (`textdiff.common_prefix` with the rendering without it).
 
     Raises:
         whatever the chat template raises (e.g. ``ValueError`` if the tokenizer has no chat template,

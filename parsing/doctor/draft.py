@@ -33,6 +33,8 @@ from typing import Any, Iterable, Mapping
 
 import regex
 
+from ..parser import parse_response
+from ..template import load_template
 from .chat_render import RenderError, RenderTimeout, render_chat, special_tokens_map
 from .textdiff import (common_prefix, common_suffix, first_marker, is_marker, last_marker, pair_of, safe_cut,
                        tokens)
@@ -1486,8 +1488,7 @@ class _Analysis:
     def _calls_parse_back(self, parallel: bool) -> bool:
         template = self.build()
         try:
-            import parsing
-            compiled = parsing.load_template(template)
+            compiled = load_template(template)
         except Exception:  # noqa: BLE001 - a candidate that does not load is simply not the reading
             return False
         labels = [("one call", [(_NAME_A, _ARGS_A)])]
@@ -1498,7 +1499,7 @@ class _Analysis:
             if output is None:
                 return False
             try:
-                got = parsing.parse_response(output, compiled, prefix=self.Pt, tools=self.tools)
+                got = parse_response(output, compiled, prefix=self.Pt, tools=self.tools)
             except Exception:  # noqa: BLE001
                 return False
             want = [{"name": n, "arguments": a} for n, a in calls]
@@ -1510,13 +1511,12 @@ class _Analysis:
         return True
 
     def run_checks(self, template: dict) -> list[SampleCheck]:
-        import parsing
-        compiled = parsing.load_template(template)
+        compiled = load_template(template)
         checks = []
         for label, prefix_label, output, expected, fields in self.samples():
             prefix = self.Pt if prefix_label == "prompt with tools" else self.P
             try:
-                got = parsing.parse_response(output, compiled, prefix=prefix, tools=self.tools)
+                got = parse_response(output, compiled, prefix=prefix, tools=self.tools)
                 error = ""
             except Exception as exc:  # noqa: BLE001 - reported as a failed check
                 got, error = None, f"{type(exc).__name__}: {exc}"

@@ -24,8 +24,8 @@ from typing import Any
 
 from ..streams import parse_stream
 from ..template import load_template
-from .chat_template import common_prefix
 from .diff import DiffEntry, diff_values, format_diff
+from .textdiff import common_prefix
 
 __all__ = ["SAMPLE_TOOLS", "Sample", "sample_cases", "RoundTripCase", "RoundTripReport", "roundtrip",
            "split_generation"]
