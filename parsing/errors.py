@@ -23,11 +23,13 @@ class TemplateError(ValueError):
             offset in the pattern where the regex engine gave up; else None.
         line, column: 1-based position in the JSON text the template came from,
             when it came from text and the position is known; else None.
+        source: the file the JSON text was read from (`load_template` given a path); else None.
     """
 
     def __init__(self, message: str, path: str = "", *, pattern_pos: int | None = None,
-                 line: int | None = None, column: int | None = None):
+                 line: int | None = None, column: int | None = None, source: str | None = None):
         self.message = message
+        self.source = source
         self.path = path
         self.pattern_pos = pattern_pos
         self.line = line
@@ -35,15 +37,21 @@ class TemplateError(ValueError):
         super().__init__(message)
 
     def describe(self) -> str:
-        """One line for people: ``"<path>: <message> [line L, column C]"`` (path and line where known)."""
+        """One line for people: ``"<file>: <path>: <message> [line L, column C]"`` (each part where known)."""
         text = f"{self.path}: {self.message}" if self.path else self.message
         if self.line is not None:
             text += f" [line {self.line}, column {self.column}]"
-        return text
+        return f"{self.source}: {text}" if self.source else text
 
     def located(self, line: int | None, column: int | None) -> "TemplateError":
         """Return a copy of this error carrying a line/column in the source JSON text."""
-        return type(self)(self.message, self.path, pattern_pos=self.pattern_pos, line=line, column=column)
+        return type(self)(self.message, self.path, pattern_pos=self.pattern_pos, line=line, column=column,
+                          source=self.source)
+
+    def from_file(self, source: str) -> "TemplateError":
+        """Return a copy of this error naming the file its JSON text was read from."""
+        return type(self)(self.message, self.path, pattern_pos=self.pattern_pos, line=self.line,
+                          column=self.column, source=source)
 
 
 class PatternTimeoutError(TimeoutError):

@@ -656,7 +656,10 @@ def _load_file(path: str | os.PathLike) -> CompiledTemplate:
             text = fh.read(MAX_TEMPLATE_JSON_CHARS + 1)
     except FileNotFoundError as exc:
         raise FileNotFoundError(exc.errno, "no response template file at this path", os.fspath(path)) from None
-    return loads_template(text)
+    try:
+        return loads_template(text)
+    except TemplateError as exc:
+        raise exc.from_file(os.fspath(path)) from None
 
 
 def _looks_like_path(text: str) -> bool:

@@ -211,8 +211,16 @@ def test_load_template_paths_of_any_name_and_clear_messages(tmp_path, monkeypatc
     with pytest.raises(parsing.TemplateError, match="not valid JSON") as info:
         parsing.load_template(str(tmp_path / "bad.txt"))
     assert (info.value.line, info.value.column) == (1, 2)
+    assert info.value.source == str(tmp_path / "bad.txt")  # the message says which file, wherever it came from
+    assert info.value.describe() == f"{tmp_path / 'bad.txt'}: {info.value.message} [line 1, column 2]"
+    (tmp_path / "wrong.json").write_text('{"fields": {"content": {"opne": "<x>"}}}', encoding="utf-8")
+    with pytest.raises(parsing.TemplateError) as info:
+        parsing.load_template(tmp_path / "wrong.json")
+    assert info.value.source == str(tmp_path / "wrong.json") and info.value.path.startswith("fields.content")
+    assert info.value.describe().startswith(f"{tmp_path / 'wrong.json'}: fields.content")
     with pytest.raises(parsing.TemplateError) as info:
         parsing.load_template("nonsense")
+    assert info.value.source is None
     assert info.value.message.startswith("not valid JSON") and "no file named 'nonsense' exists" in info.value.message
     with pytest.raises(parsing.TemplateError, match="must be a dict, got list"):
         parsing.load_template("[1]")
