@@ -296,7 +296,7 @@ def build_doctor_panel(ctx: Any) -> None:
                     tok_note = _note(f"Start anchor not checked: {model_name}: {exc}", "info")
             # In a worker under the request's time budget: lint compares every pair of delimiters.
             report = offload.bounded(offload.lint_job, tpl_text, prompt, what="Lint",
-                                     local="python -c \"from parsing.doctor.lint import lint; print(lint('template.json'))\"")
+                                     local="python -m parsing lint template.json")
             return tok_note + lint_html(report)
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             return _problem(exc)
