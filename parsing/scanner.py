@@ -559,6 +559,9 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, 
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
+    if stop < end and delim.lookahead_final:
+        # One literal then lookaheads that held: the match cannot change; only an earlier attempt could pend.
+        return _regex_pending(delim, buf, pos, start - 1, ctx, clock, base, before, window)
     if stop == end or delim.lookahead is None or stop + delim.lookahead > end:
         # The match itself may still change (it ends at the edge, or its lookahead may read past it). And a
         # partial search reports a complete match in preference to an earlier partial one (`a.*z|b` seeing

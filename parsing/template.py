@@ -24,7 +24,8 @@ import regex
 from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
-from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
+from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, literal_then_lookahead, make_prefilter,
+                        split_leading_lookbehind)
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -99,6 +100,10 @@ class Delimiter:
             text since the current region began when that settles it, else on the
             whole stream, and runs the variant on its buffer. None otherwise.
         split_lookbehind: the lookbehind reach of the two variants.
+        lookahead_final: a stable pattern that is one literal followed by positive
+            lookaheads (``<tool_call>(?=\\s*\\{)``): a complete match ending before the
+            buffer edge is final however far its lookaheads may read
+            (`parsing.prefilter.literal_then_lookahead`).
     """
 
     field: str | None
@@ -123,6 +128,7 @@ class Delimiter:
     stable: bool = False
     split: tuple | None = None
     split_lookbehind: int = 0
+    lookahead_final: bool = False
 
     @property
     def is_literal(self) -> bool:
@@ -193,17 +199,19 @@ class CompiledTemplate:
         Matches are taken left to right without overlap, like ``finditer``.
         """
         anchor = self.start_anchor
-        plain = self.derived.get("anchor_literal", False)
+        plain = self.derived.get("anchor_literals", False)
         if plain is False:
             literals = anchor.literals
-            plain = self.derived["anchor_literal"] = (
-                literals[0] if literals is not None and len(literals) == 1 and not _overlaps_itself(literals[0])
-                else None)
+            plain = self.derived["anchor_literals"] = (
+                literals if literals is not None and not _literals_overlap(literals) else None)
         if plain is not None:
-            # One literal that cannot overlap itself: its matches never overlap, the last one is the last
-            # occurrence (a search of plain text, with no regex to run under a time budget).
-            found = prefix.rfind(plain)
-            last_end = None if found == -1 else found + len(plain)
+            # Literals no two occurrences of which can overlap: every occurrence is a match, and the last match
+            # ends where the last occurrence of one of them ends (plain text search, no regex to run).
+            last_end = None
+            for literal in plain:
+                found = prefix.rfind(literal)
+                if found != -1 and (last_end is None or found + len(literal) > last_end):
+                    last_end = found + len(literal)
         else:
             last_end = None
             for m in anchor.run("finditer", prefix, timeout=timeout):
@@ -213,9 +221,16 @@ class CompiledTemplate:
         return prefix[:last_end], prefix[last_end:]
 
 
-def _overlaps_itself(literal: str) -> bool:
-    """Whether two occurrences of ``literal`` can overlap (a proper prefix of it is also a suffix: ``"aba"``)."""
-    return any(literal.endswith(literal[:k]) for k in range(1, len(literal)))
+def _literals_overlap(literals) -> bool:
+    """Whether occurrences of two of ``literals`` (or two of one) can overlap: one contains another, or a proper
+    suffix of one is a proper prefix of one (``"aba"`` with itself)."""
+    for a in literals:
+        for b in literals:
+            if a != b and a in b:
+                return True
+            if any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b)))):
+                return True
+    return False
 
 
 def _scope_error(path: str, message: str, *, type_error: bool = False, pattern_pos: int | None = None):
@@ -521,7 +536,8 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                          attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
                          unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
                          prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
-                         min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind)
+                         min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
+                         lookahead_final=stable and literal_then_lookahead(source))
     return None
 
 

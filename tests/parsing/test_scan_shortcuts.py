@@ -27,7 +27,8 @@ def without_shortcuts(template: CompiledTemplate) -> CompiledTemplate:
     def plain(delim):
         if delim is None or delim.literals is not None:
             return delim  # literal delimiters keep their (exact) prefilter: it is how they are searched
-        return dataclasses.replace(delim, prefilter=None, suffixes=None, stable=False, split=None)
+        return dataclasses.replace(delim, prefilter=None, suffixes=None, stable=False, split=None,
+                                   lookahead_final=False)
 
     fields = {name: dataclasses.replace(f, open=plain(f.open), close=plain(f.close))
               for name, f in template.fields.items()}
@@ -48,10 +49,28 @@ def assert_same(template_dict, prefix, text, seed, tools=None):
     slow = without_shortcuts(fast)
     rng = random.Random(seed)
     one_shot = outcome(slow, prefix, [text], tools)
-    assert outcome(fast, prefix, [text], tools) == one_shot, template_dict
+    assert agrees(outcome(fast, prefix, [text], tools), one_shot), template_dict
     for chunks in ([c for c in text], random_chunks(text, rng, 5), random_chunks(text, rng, 3)):
         got = outcome(fast, prefix, chunks, tools)
-        assert got == one_shot or got == outcome(slow, prefix, chunks, tools), (template_dict, chunks)
+        assert agrees(got, one_shot) or agrees(got, outcome(slow, prefix, chunks, tools)), (template_dict, chunks)
+
+
+def agrees(got, expected) -> bool:
+    """Same message and events. When finalizing fails, the events the feeds gave before the error may run further
+    with the shortcuts: a shortcut that proves a match final (a literal whose lookaheads held) commits it at once,
+    as the reference does, where the plain scan holds it to the end; they must still start with the plain ones."""
+    if got == expected:
+        return True
+    (message, events), (want, want_events) = got, expected
+    if message != want or "error" not in message or len(events) < len(want_events):
+        return False
+    if not want_events:
+        return True
+    *head, last = want_events
+    here = events[len(head)]
+    return events[:len(head)] == head and (here == last or (
+        here.get("type") == last.get("type") == "region_chunk" and here["field"] == last["field"]
+        and here["text"].startswith(last["text"])))
 
 
 @pytest.mark.parametrize("name", list_families())
@@ -65,6 +84,7 @@ DELIMS = st.one_of(_pattern(), st.sampled_from([
     r"<a>", r"</a>(?:\s*</w>)?", r"(?=<b)", r"<c (?P<n>\w+)>", r"(?=\{\s*x)", r"ab+", r"(?=>>[ab]+\n)|<e>",
     r"<\|t\|>(?P<n>[^<]*)<\|m\|>", r"^", r"\A<s>|<b>",
     r'(?<=<a>(?:[^"<]|"[^"]*")*)</a>\s*|(?=<e>)', r"(?<=^\s*|;\s*)(?=\{\s*x)|<b>", r"(?<=a[^<]*)<b\s*",
+    r"<a>(?=\s*\{)", r"<b(?=>>)(?=>*a)", r"ab(?=[ab]*\n)",
 ]))
 
 
@@ -107,3 +127,18 @@ def test_unbounded_lookbehind_sees_the_whole_stream_after_trimming(start, bang):
     for chunks in ([text], fixed_chunks(text, 4), fixed_chunks(text, 7)):
         out = parse_stream(template, "", chunks)
         assert out.result() == expected, chunks[:2]
+
+
+@settings(max_examples=400, deadline=None)
+@given(anchors=st.lists(st.text("ab<|>", min_size=1, max_size=4), min_size=1, max_size=3, unique=True),
+       prefix=st.text("ab<|>x", max_size=16))
+def test_prefix_cut_after_the_last_anchor_match(anchors, prefix):
+    """Literal anchors are searched as plain text when no two occurrences can overlap: the cut must be where the
+    last non-overlapping match of the escaped alternation (the reference's finditer) ends."""
+    import regex
+
+    template = load_template({"start_anchor": anchors, "fields": {"content": {}}})
+    rx = regex.compile("|".join(regex.escape(a) for a in sorted(anchors, key=len, reverse=True)))
+    ends = [m.end() for m in rx.finditer(prefix)]
+    expected = ("", prefix) if not ends else (prefix[:ends[-1]], prefix[ends[-1]:])
+    assert template.truncate_prefix(prefix) == expected
