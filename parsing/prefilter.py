@@ -248,32 +248,6 @@ def split_leading_lookbehind(source: str) -> tuple[str, str, str, str] | None:
     return behind, when_true, when_false, "|".join(with_lb)
 
 
-def literal_then_lookahead(source: str) -> bool:
-    """Whether the pattern is one literal followed only by positive lookaheads (``<tool_call>(?=\\s*\\{)``): what
-    it consumes is fixed, and, when the lookaheads hold nothing else could have been tried instead. With a
-    stable pattern (no negative lookaround or end assertion) a complete match that ends before the buffer edge
-    is then final, however far the lookaheads may read: a lookahead that held keeps holding."""
-    try:
-        _check_whole(source)
-        i, literal, ahead = 0, "", 0
-        while i < len(source):
-            if source[i] in "|)":
-                return False
-            kind, _, i = _atom(source, i)
-            low, i = _quantifier(source, i)
-            if low is not None:
-                return False
-            if kind == "char" and not ahead:
-                literal += "x"
-            elif kind == "lookahead" and literal:
-                ahead += 1
-            else:
-                return False
-        return bool(literal and ahead)
-    except (_GiveUp, IndexError, ValueError):
-        return False
-
-
 def _alternation_ends(src: str, i: int):
     """Suffix literals of ``alt|alt|...`` from ``i`` to an unmatched ``)`` or the end: (set or None, index)."""
     ends: set | None = set()
@@ -504,4 +478,4 @@ def _quantifier(src: str, i: int):
     return low, i
 
 
-__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "literal_then_lookahead", "make_prefilter", "split_leading_lookbehind"]
+__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "make_prefilter", "split_leading_lookbehind"]

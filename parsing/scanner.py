@@ -414,7 +414,8 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 if pending is not None:
                     hold = min(hold, pending)
                     if (delim.stable and start == start_at and pending == start and prefilter is not None
-                            and isinstance(clock, ScanState) and (delim.lookahead is None or stop < end)):
+                            and isinstance(clock, ScanState) and (delim.lookahead is None or stop < end)
+                            and delim.branches is None):  # with branches, more text may decide it sooner
                         # Held at its candidate until the end of the stream (unbounded lookahead) or until its
                         # lookahead has the text it may read: until then, the same scan would hold here again.
                         until = None if delim.lookahead is None else stop + delim.lookahead + base
@@ -554,13 +555,34 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
     return Hit(delim, start, stop, captures), hold
 
 
+def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContext, clock: SearchClock,
+             base: int = 0, before: str = "", window: int | None = None) -> bool:
+    """Whether the complete match [start, stop) (ending before the buffer edge) is final (`parsing.decided`): the
+    first branch that matches at ``start`` is one whose matches the text already decides, and it gives the same
+    match; every branch before it fails there even as a partial match. A split delimiter is judged by the branches
+    of the variant its lookbehind selects at ``start``."""
+    branches = delim.branches
+    if delim.split is not None:
+        variant = _variant(delim, buf, start, base, before, ctx, clock, window)
+        branches = delim.split_branches[0 if variant is delim.split[1] else 1]
+        if branches is None:
+            return False
+    for branch in branches:
+        m = clock.run(delim, "match", buf, start, ctx, partial=True, pattern=branch.regex)
+        if m is None:
+            continue
+        return branch.decided and not m.partial and m.end() == stop
+    return False
+
+
 def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, ctx: ParseContext,
                    clock: SearchClock, base: int = 0, before: str = "", window: int | None = None) -> int | None:
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
-    if stop < end and delim.lookahead_final:
-        # One literal then lookaheads that held: the match cannot change; only an earlier attempt could pend.
+    if stop < end and delim.branches is not None and _decided(delim, buf, start, stop, ctx, clock, base, before,
+                                                              window):
+        # No text that may follow can change this match: only an earlier attempt could still be pending.
         return _regex_pending(delim, buf, pos, start - 1, ctx, clock, base, before, window)
     if stop == end or delim.lookahead is None or stop + delim.lookahead > end:
         # The match itself may still change (it ends at the edge, or its lookahead may read past it). And a

@@ -24,8 +24,8 @@ import regex
 from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
-from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, literal_then_lookahead, make_prefilter,
-                        split_leading_lookbehind)
+from .decided import decided_branches
+from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -100,10 +100,12 @@ class Delimiter:
             text since the current region began when that settles it, else on the
             whole stream, and runs the variant on its buffer. None otherwise.
         split_lookbehind: the lookbehind reach of the two variants.
-        lookahead_final: a stable pattern that is one literal followed by positive
-            lookaheads (``<tool_call>(?=\\s*\\{)``): a complete match ending before the
-            buffer edge is final however far its lookaheads may read
-            (`parsing.prefilter.literal_then_lookahead`).
+        branches: the pattern's top-level alternatives when a complete match of one
+            of them ending before the buffer edge can be final whatever follows
+            (``</think>\\s*|(?=<eos>)``, ``<tool_call>(?=\\s*\\{)``), else None
+            (`parsing.decided.decided_branches`). For a split delimiter: ``()`` when
+            one of its variants has such branches (``split_branches``: those of
+            ``when_true`` and ``when_false``, or None each).
     """
 
     field: str | None
@@ -128,7 +130,8 @@ class Delimiter:
     stable: bool = False
     split: tuple | None = None
     split_lookbehind: int = 0
-    lookahead_final: bool = False
+    branches: tuple | None = None
+    split_branches: tuple | None = None
 
     @property
     def is_literal(self) -> bool:
@@ -520,7 +523,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
         prefilter = derive_prefilter(source) if plain else None
         min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
-        split, split_behind = None, 0
+        split, split_behind, split_branches = None, 0, None
         parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
         if parts is not None:
             behind, when_true, when_false, rest = parts
@@ -530,14 +533,19 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                     split = tuple(regex.compile(p, regex.DOTALL)
                                   for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
                     split_behind = max(reaches)
+                    split_branches = (decided_branches(when_true, split[1]), decided_branches(when_false, split[2]))
                 except regex.error:
                     split = None
+        if split is not None:
+            branches = () if split_branches[0] is not None or split_branches[1] is not None else None
+        else:
+            branches = decided_branches(source, compiled) if prefilter is not None else None
         return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
                          attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
                          unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
                          prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
                          min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
-                         lookahead_final=stable and literal_then_lookahead(source))
+                         branches=branches, split_branches=split_branches)
     return None
 
 

@@ -28,7 +28,7 @@ def without_shortcuts(template: CompiledTemplate) -> CompiledTemplate:
         if delim is None or delim.literals is not None:
             return delim  # literal delimiters keep their (exact) prefilter: it is how they are searched
         return dataclasses.replace(delim, prefilter=None, suffixes=None, stable=False, split=None,
-                                   lookahead_final=False)
+                                   branches=None)
 
     fields = {name: dataclasses.replace(f, open=plain(f.open), close=plain(f.close))
               for name, f in template.fields.items()}
