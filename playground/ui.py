@@ -21,6 +21,7 @@ import gradio as gr
 
 import examples
 import parsing
+from examples import builtin_model
 from parsing.streams import replay_chunks, tokenish_chunks
 
 from . import backends, draft_panel, guard, policy, reference, remote_panel, render
@@ -44,21 +45,8 @@ UPDATE_INTERVAL = 1 / 15  # seconds between streamed UI updates (coalescing)
 STREAM_WINDOW = 1200  # characters of timeline drawn while streaming (the final state draws more)
 REPLAY_SECONDS = 3.0  # a replay takes at most about this long
 
-EXAMPLE_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"},
-                               "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+# The built-in model's demo conversation: its tools, prompts and a tool result to send back.
+EXAMPLE_TOOLS = builtin_model.DEMO_TOOLS
 
 
 @dataclass
@@ -359,6 +347,11 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                                                          show_label=False, elem_id="tool-result", scale=5)
                             tool_btn = gr.Button("Send tool result", elem_id="send-tool-result", scale=2)
                         clear_btn = gr.Button("Clear conversation", size="sm", elem_id="clear")
+                        with gr.Row():
+                            gr.Examples([[p] for p in builtin_model.DEMO_PROMPTS], inputs=[user_box],
+                                        label="Try a message", elem_id="demo-prompts")
+                            gr.Examples([[builtin_model.DEMO_TOOL_RESULT]], inputs=[tool_result_box],
+                                        label="Example tool result", elem_id="demo-tool-result")
                         with gr.Accordion("System prompt, tools and generation settings", open=False, elem_id="settings"):
                             system_box = gr.Textbox(label="System prompt", lines=2, elem_id="system-prompt")
                             tools_code = gr.Code(value=json.dumps(EXAMPLE_TOOLS, indent=2), language="json",

@@ -2,14 +2,26 @@
 
 ``MODEL_DIR`` is the absolute path of the model folder (loadable offline with
 ``AutoModelForCausalLM.from_pretrained`` / ``AutoTokenizer.from_pretrained``);
-``available()`` says whether the trained files are present.
+``available()`` says whether the trained files are present. ``DEMO_TOOLS``, ``DEMO_PROMPTS``
+and ``DEMO_TOOL_RESULT`` are a conversation the model handles well (the playground's defaults):
+a tool request, a plain question, and a result to send back after the call.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from . import data as _data
+
 MODEL_DIR: str = str(Path(__file__).resolve().parent / "model")
+
+# The tools the demo offers, exactly as the model was trained on them (data.TOOLS).
+DEMO_TOOLS: list[dict] = [_data.TOOLS["get_weather"], _data.TOOLS["get_time"]]
+# A tool request, a plain question no tool fits, and a two-call request.
+DEMO_PROMPTS: list[str] = ["What's the weather in Paris?", "Capital of France?",
+                           "What time is it in Tokyo and in Lima?"]
+# What get_weather could return for the first prompt; the answer should state these values.
+DEMO_TOOL_RESULT: str = '{"city": "Paris", "temperature": 12, "unit": "celsius", "condition": "sunny"}'
 
 _REQUIRED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
              "tokenizer_config.json")
