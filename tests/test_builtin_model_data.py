@@ -1,5 +1,6 @@
-"""The built-in model's synthetic data: the evaluation split stays held out from training, and
-training asks for copying (made-up argument values) rather than recall."""
+"""The built-in model's synthetic data: the evaluation split stays held out from training,
+training asks for copying (made-up argument values) rather than recall, plain questions get
+direct answers, and answers after tool results state the results' values."""
 
 from __future__ import annotations
 
@@ -15,65 +16,83 @@ sys.path.insert(0, str(ROOT))
 
 from examples.builtin_model import data  # noqa: E402
 
-N_TRAIN = 4000
+N_TRAIN = 6000
 
 
 @pytest.fixture(scope="module")
 def train_examples():
-    return data.make_examples(N_TRAIN, "train", 0)
+    return (data.make_examples(N_TRAIN, "train", 0) + data.make_examples(500, "train", 0, drill=True)
+            + data.make_echo_examples(500, 0))
 
 
-def _user_texts(examples):
-    return [m["content"] for ex in examples for m in ex["messages"] if m["role"] == "user"]
+@pytest.fixture(scope="module")
+def eval_examples():
+    return data.make_examples(480, "eval", 1234)
 
 
 def _all_text(examples):
     return "\n".join(json.dumps(ex, ensure_ascii=False) for ex in examples)
 
 
-def _held_out_phrasings():
-    """Every (list, held-out phrasing) pair, read from the data module's own bookkeeping."""
-    lists = [v for k, v in vars(data).items() if k.startswith("_P_") and isinstance(v, list)
-             and id(v) in data._HELD_OUT]
-    return [p for lst in lists for p in lst[-data._HELD_OUT[id(lst)]:]]
-
-
-def _as_regex(phrasing: str) -> re.Pattern:
-    parts = re.split(r"\{[a-z0-9]+\}", phrasing)
-    return re.compile("^(?:.*?)" + ".+?".join(re.escape(p) for p in parts) + "(?:.*)$", re.S)
-
-
 def test_entity_lists_are_disjoint():
     assert not set(data._CITIES_TRAIN) & set(data._CITIES_EVAL)
     assert not set(data._TOPICS_TRAIN) & set(data._TOPICS_EVAL)
     assert not set(data._CURRENCIES_TRAIN) & set(data._CURRENCIES_EVAL)
+    assert not {c for c, _ in data._CAPITALS} & {c.replace("_", " ") for c in data._CITIES_EVAL}
+    for kind, lists in data.PHRASINGS.items():
+        assert lists["held_out"] and not set(lists["train"]) & set(lists["held_out"]), kind
 
 
 @pytest.mark.slow
 def test_no_evaluation_entity_appears_in_training(train_examples):
-    text = _all_text(train_examples)
-    names = sorted({c.replace("_", " ") for c in data._CITIES_EVAL}, key=len, reverse=True)
-    cities = re.compile(r"(?<![A-Za-z])(?:" + "|".join(map(re.escape, names)) + r")(?![A-Za-z])", re.I)
-    assert cities.findall(text) == []
-    assert [t for t in data._TOPICS_EVAL if t in text] == []
-    assert re.findall(r"\b(?:" + "|".join(data._CURRENCIES_EVAL) + r")\b", text) == []
+    # spelled independently of data.eval_names_in: every city's words, in order, anywhere
+    text = _all_text(train_examples).lower()
+    words = re.findall(r"[a-z]+", text)
+    n = max(len(c.split("_")) for c in data._CITIES_EVAL)
+    grams = {" ".join(words[i:i + k]) for k in range(1, n + 1) for i in range(len(words) - k + 1)}
+    cities = {" ".join(re.findall(r"[a-z]+", c.lower())) for c in data._CITIES_EVAL}
+    assert cities & grams == set()
+    assert [t for t in data._TOPICS_EVAL if t.lower() in text] == []
+    assert {c.lower() for c in data._CURRENCIES_EVAL} & grams == set()
 
 
 def test_held_out_phrasings_never_trained(train_examples):
-    patterns = [(_as_regex(p), p) for p in _held_out_phrasings()]
-    assert len(patterns) >= 12
-    users = set(_user_texts(train_examples))
+    patterns = [(data.phrasing_pattern(p), p) for p in data.held_out_phrasings()]
+    assert len(patterns) >= 25
+    users = set(data.user_messages(train_examples))
     assert [(p, u) for rx, p in patterns for u in users if rx.match(u)] == []
 
 
-def test_evaluation_uses_held_out_phrasings_and_entities():
-    examples = data.make_examples(400, "eval", 1234)
-    patterns = [_as_regex(p) for p in _held_out_phrasings()]
-    users = _user_texts(examples)
-    assert sum(1 for u in users if any(rx.match(u) for rx in patterns)) > 50
-    cities = [c["function"]["arguments"]["city"] for ex in examples for c in ex.get("expected_calls", [])
+def test_plain_held_out_questions_never_trained(train_examples):
+    users = set(data.user_messages(train_examples))
+    held_out = data.plain_held_out_questions()
+    assert len(held_out) > 40
+    assert set(held_out) & users == set()
+    assert set(held_out) & set(data.plain_training_questions()) == set()
+
+
+def test_overlap_check_finds_leaks(train_examples, eval_examples):
+    assert data.overlap_with_training(eval_examples, train_examples) == {
+        "user_messages": 0, "held_out_phrasings": 0, "eval_names": 0, "plain_questions": 0}
+    leaky = train_examples + eval_examples[:40]
+    counts = data.overlap_with_training(eval_examples, leaky)
+    assert counts["user_messages"] >= 40 and counts["eval_names"] > 0 and counts["held_out_phrasings"] > 0
+
+
+def test_evaluation_uses_only_held_out_phrasings_and_entities(eval_examples):
+    patterns = [data.phrasing_pattern(p) for p in data.held_out_phrasings()]
+    held_out_plain = set(data.plain_held_out_questions())
+    for ex in eval_examples:
+        user = data.user_messages([ex])[-1]
+        if ex["kind"] == "plain":
+            assert user in held_out_plain, user
+        else:
+            assert any(rx.match(user) for rx in patterns), user
+    cities = [c["function"]["arguments"]["city"] for ex in eval_examples for c in ex.get("expected_calls", [])
               if "city" in c["function"]["arguments"]]
     assert cities and all(c.replace(" ", "_") in data._CITIES_EVAL for c in cities)
+    kinds = [ex["kind"] for ex in eval_examples]
+    assert min(kinds.count(k) for k in ("call", "answer", "plain")) >= 100
 
 
 def test_training_arguments_are_mostly_made_up_values(train_examples):
@@ -88,9 +107,9 @@ def test_training_arguments_are_mostly_made_up_values(train_examples):
             if "base" in args:
                 codes += [args["base"], args["target"]]
     made_up = [c for c in cities if c not in known]
-    assert len(made_up) / len(cities) > 0.45
+    assert len(made_up) / len(cities) > 0.55
     assert len(set(made_up)) / len(made_up) > 0.9  # practically never the same one twice
-    assert sum(1 for c in codes if c not in data._CURRENCIES_TRAIN) / len(codes) > 0.3
+    assert sum(1 for c in codes if c not in data._CURRENCIES_TRAIN) / len(codes) > 0.4
     # every argument value is copied from the request (units are mapped to their enum names)
     for ex in train_examples:
         for call in ex.get("expected_calls", []):
@@ -99,8 +118,44 @@ def test_training_arguments_are_mostly_made_up_values(train_examples):
                     assert str(value) in ex["messages"][-1]["content"], (key, value, ex["messages"][-1])
 
 
+def test_plain_questions_get_direct_answers_with_and_without_tools(train_examples):
+    plain = [ex for ex in train_examples if ex["kind"] == "plain"]
+    assert len(plain) / len(train_examples) > 0.2
+    assert all(ex["target"]["content"] and "tool_calls" not in ex["target"] for ex in plain)
+    offered = [ex for ex in plain if ex["tools"]]
+    assert 0.5 < len(offered) / len(plain) < 0.9
+    # web search is offered too, and still not called for a general question
+    assert any("web_search" in {t["function"]["name"] for t in ex["tools"]} for ex in offered)
+
+
+def test_answers_state_every_value_of_the_tool_results(train_examples, eval_examples):
+    answers = [ex for ex in train_examples if ex["kind"] == "answer"]
+    assert len(answers) > 1000
+    for ex in answers:
+        results = [json.loads(m["content"]) for m in ex["messages"] if m["role"] == "tool"]
+        calls = ex["messages"][-1 - len(results)]["tool_calls"]
+        values = [v for c, r in zip(calls, results) for v in data.stated_values(c, r)]
+        assert values and all(v in ex["target"]["content"] for v in values), ex["target"]["content"]
+    for ex in eval_examples:
+        if ex["kind"] == "answer":
+            tool_text = "".join(m["content"] for m in ex["messages"] if m["role"] == "tool")
+            assert ex["expected_values"] and all(v in tool_text for v in ex["expected_values"])
+
+
+def test_copy_drills_are_short_and_ask_for_a_value_back():
+    drills = data.make_echo_examples(300, 0)
+    for ex in drills:
+        assert ex["tools"] is None and ex["kind"] == "plain"
+        user, answer = ex["messages"][0]["content"], ex["target"]["content"]
+        # the answer repeats the request's values: every word outside the answer's frame
+        frame = {"The", "user", "is", "code", "Your", "name", "You", "live", "in"}
+        values = [w for w in re.findall(r"[A-Za-z0-9]+", answer) if w not in frame]
+        assert values and all(re.search(r"\b" + w + r"\b", user) for w in values), (user, answer)
+    assert sum(len(ex["messages"][0]["content"]) for ex in drills) / len(drills) < 90
+
 
 def test_splits_are_reproducible_from_the_seed():
     assert data.make_examples(50, "train", 3) == data.make_examples(50, "train", 3)
     assert data.make_examples(50, "eval", 3) == data.make_examples(50, "eval", 3)
     assert data.make_examples(50, "train", 3) != data.make_examples(50, "train", 4)
+    assert data.make_echo_examples(20, 3) == data.make_echo_examples(20, 3)

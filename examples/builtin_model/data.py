@@ -6,15 +6,20 @@ assistant message the model must produce. The chat template in ``template.py`` r
 conversation into the prompt prefix and the assistant message into the completion text, so
 training and inference see exactly the same text.
 
-Two splits draw from disjoint entity lists (cities, search topics, currencies pairs and
-number ranges) and partly disjoint phrasings: ``"train"`` for training and ``"eval"`` for the
-held-out evaluation prompts.
+Three kinds of turns: ``"call"`` (a request a tool answers: the model calls it, copying the
+argument values from the request), ``"answer"`` (the tool results are in: the model states
+their values), ``"plain"`` (no tool fits, whatever tools are offered: the model answers
+directly). Two splits: ``"train"``, where most argument values are made-up strings no list
+contains (so only copying gets them right), and ``"eval"``, with real cities, search topics and
+currency codes that training never contains, and phrasings and plain questions that only the
+evaluation uses (``overlap_with_training`` counts any leak).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 
 # ---------------------------------------------------------------------------------------------
 # Tools (JSON schemas in the apply_chat_template format)
@@ -176,213 +181,228 @@ _CONDITIONS = ["sunny", "cloudy", "rainy", "windy", "snowy", "foggy", "clear", "
                "stormy", "overcast"]
 
 # ---------------------------------------------------------------------------------------------
-# Phrasings: the last entries of each list are held out for evaluation
+# ---------------------------------------------------------------------------------------------
+# Phrasings: training ones, and held-out ones that only the evaluation uses
 # ---------------------------------------------------------------------------------------------
 
-_P_WEATHER = [
-    "What's the weather in {city}?", "What is the weather like in {city} right now?",
-    "How's the weather in {city}?", "Is it raining in {city}?", "weather {city}",
-    "Tell me the current weather in {city}.", "Can you check the weather for {city}?",
-    "What's the temperature in {city}?", "I'm going to {city} today, what's the weather?",
-    "Do I need an umbrella in {city}?", "Give me the weather report for {city}, please.",
-    "How hot is it in {city}?", "Check {city} weather",
-    # held out
-    "Any idea what the weather is doing in {city}?", "Could you look up the forecast for {city}?",
-    "Is it cold in {city} at the moment?",
-]
-_P_WEATHER_UNIT = [
-    "What's the weather in {city} in {unit}?", "Weather in {city} please, in {unit}.",
-    "Tell me the temperature in {city} in degrees {unit}.", "How warm is {city}? Use {unit}.",
-    # held out
-    "Temperature in {city} ({unit}) please.",
-]
-_P_TIME = [
-    "What time is it in {city}?", "What's the local time in {city}?", "Tell me the time in {city}.",
-    "Current time in {city}?", "time in {city}", "Can you check what time it is in {city}?",
-    "Is it morning or evening in {city} right now?", "What's the clock showing in {city}?",
-    "I need the current time in {city}.",
-    # held out
-    "Do you know the hour in {city} now?", "What hour is it over in {city}?",
-]
-_P_CONVERT = [
-    "Convert {value} {from} to {to}.", "How many {to} is {value} {from}?", "{value} {from} in {to}?",
-    "What is {value} {from} in {to}?", "Please convert {value} {from} into {to}.",
-    "Can you turn {value} {from} into {to}?", "I have {value} {from}. How much is that in {to}?",
-    # held out
-    "Express {value} {from} in {to}, please.", "{value} {from} equals how many {to}?",
-]
-_P_CALC = [
-    "What is {expr}?", "Calculate {expr}.", "Compute {expr} for me.", "{expr} = ?",
-    "Can you work out {expr}?", "Please evaluate {expr}.", "What do you get for {expr}?",
-    "Solve {expr}",
-    # held out
-    "Quick math: {expr}", "Help me figure out {expr}.",
-]
-_P_SEARCH = [
-    "Search the web for {topic}.", "Look up {topic}.", "Find information about {topic}.",
-    "Can you search for {topic}?", "Google {topic} for me.", "I want to read about {topic}.",
-    "Search: {topic}", "Find me some articles on {topic}.",
-    # held out
-    "Dig up some pages about {topic}.", "What can you find online about {topic}?",
-]
-_P_SEARCH_N = [
-    "Search for {topic} and give me {n} results.", "Find {n} results about {topic}.",
-    "Look up {topic}, top {n} results only.",
-    # held out
-    "I'd like {n} links on {topic}.",
-]
-_P_FX = [
-    "What is the exchange rate from {base} to {target}?", "How much is 1 {base} in {target}?",
-    "{base} to {target} rate?", "Convert currency: {base} to {target} exchange rate.",
-    "Check the {base}/{target} exchange rate.", "What's the current {base} to {target} rate?",
-    # held out
-    "How many {target} do I get for one {base}?", "Rate between {base} and {target} today?",
-]
-_P_TWO_WEATHER = [
-    "What's the weather in {city} and {city2}?", "Compare the weather in {city} and {city2}.",
-    "Weather for {city} and {city2}, please.", "How is the weather in {city} and in {city2}?",
-    "Check the weather in both {city} and {city2}.",
-    # held out
-    "I'm choosing between {city} and {city2}; what's the weather in each?",
-]
-_P_TWO_TIME = [
-    "What time is it in {city} and {city2}?", "Tell me the local time in {city} and {city2}.",
-    "Current time in {city} and in {city2}?",
-    # held out
-    "What are the clocks saying in {city} and {city2}?",
-]
-_P_WEATHER_TIME = [
-    "What's the weather and the time in {city}?", "Tell me the time and weather in {city}.",
-    "In {city}, what time is it and what's the weather?",
-    # held out
-    "I'm calling a friend in {city}: what time is it there and how's the weather?",
-]
-_P_TWO_CALC = [
-    "Calculate {expr} and {expr2}.", "What are {expr} and {expr2}?",
-    # held out
-    "Work out both {expr} and {expr2}.",
-]
-
-# Training-only phrasings. They teach the words a request hinges on ("forecast", "hour",
-# "online", "worth") in sentences of their own; the held-out sentences above stay unseen.
-_EXTRA_TRAIN = {
-    id(_P_WEATHER): ["What's the forecast for {city}?", "Forecast {city}", "Is it cold or warm in {city}?",
-                     "Will it be sunny in {city} today?", "Is it snowing in {city}?",
-                     "weather in {city} now", "How cold is it in {city}?"],
-    id(_P_WEATHER_UNIT): ["Forecast for {city} in {unit}, please.", "{city} temperature in {unit}?"],
-    id(_P_TIME): ["Tell me the hour in {city}.", "What's the time now in {city}?", "Clock in {city}?",
-                  "Time check: {city}", "Is it late in {city} now?"],
-    id(_P_CONVERT): ["Change {value} {from} into {to}.", "{value} {from} to {to}", "Turn {value} {from} into {to}, please."],
-    id(_P_CALC): ["Figure out {expr}.", "math: {expr}", "Work out {expr}, please.", "{expr}"],
-    id(_P_SEARCH): ["Find pages about {topic}.", "Browse online for {topic}.", "Search online: {topic}",
-                    "Get me web results on {topic}."],
-    id(_P_SEARCH_N): ["Give me {n} links about {topic}.", "{n} web results on {topic}, please."],
-    id(_P_FX): ["What is one {base} worth in {target}?", "Exchange rate {base} {target}",
-                "{base} in {target} today?"],
-    id(_P_TWO_WEATHER): ["Weather in {city} and {city2}?", "Forecast for {city} and {city2}."],
-    id(_P_TWO_TIME): ["Time in {city} and {city2}?", "Clocks in {city} and {city2}, please."],
-    id(_P_WEATHER_TIME): ["Time and weather for {city}?"],
-    id(_P_TWO_CALC): ["Compute {expr} and also {expr2}."],
+PHRASINGS: dict[str, dict[str, list[str]]] = {
+    "weather": {
+        "train": [
+            "What's the weather in {city}?", "What is the weather like in {city} right now?",
+            "How's the weather in {city}?", "Is it raining in {city}?", "weather {city}",
+            "Tell me the current weather in {city}.", "Can you check the weather for {city}?",
+            "What's the temperature in {city}?", "I'm going to {city} today, what's the weather?",
+            "Do I need an umbrella in {city}?", "Give me the weather report for {city}, please.",
+            "How hot is it in {city}?", "Check {city} weather", "What's the forecast for {city}?",
+            "Forecast {city}", "Is it cold or warm in {city}?", "Will it be sunny in {city} today?",
+            "Is it snowing in {city}?", "weather in {city} now", "How cold is it in {city}?",
+            "Weather report for {city}?", "What's it like outside in {city}?",
+            "Should I wear a coat in {city} today?", "{city} weather today?", "Is it sunny in {city}?",
+            "Temperature in {city}?", "What are conditions like in {city}?",
+            "Current conditions in {city}, please.", "I'm visiting {city}. How's the weather there?",
+            "Get the weather for {city}.", "Is it windy in {city}?", "Weather check for {city}, please.",
+        ],
+        "held_out": [
+            "Any idea what the weather is doing in {city}?", "Could you look up the forecast for {city}?",
+            "Is it cold in {city} at the moment?", "My flight lands in {city} tonight. Weather there?",
+            "What should I expect weather-wise in {city}?",
+        ],
+    },
+    "weather_unit": {
+        "train": [
+            "What's the weather in {city} in {unit}?", "Weather in {city} please, in {unit}.",
+            "Tell me the temperature in {city} in degrees {unit}.", "How warm is {city}? Use {unit}.",
+            "Forecast for {city} in {unit}, please.", "{city} temperature in {unit}?",
+            "Weather for {city}, {unit} please.", "Give me the {city} weather in {unit}.",
+        ],
+        "held_out": ["Temperature in {city} ({unit}) please.", "In {unit}, how warm is it in {city}?"],
+    },
+    "time": {
+        "train": [
+            "What time is it in {city}?", "What's the local time in {city}?", "Tell me the time in {city}.",
+            "Current time in {city}?", "time in {city}", "Can you check what time it is in {city}?",
+            "Is it morning or evening in {city} right now?", "What's the clock showing in {city}?",
+            "I need the current time in {city}.", "Tell me the hour in {city}.",
+            "What's the time now in {city}?", "Clock in {city}?", "Time check: {city}",
+            "Is it late in {city} now?", "Local time {city}", "Get the time in {city}.",
+            "What time do they have in {city}?", "Is it night in {city} yet?",
+        ],
+        "held_out": [
+            "Do you know the hour in {city} now?", "What hour is it over in {city}?",
+            "I want to call someone in {city}; what's the time there?",
+        ],
+    },
+    "convert": {
+        "train": [
+            "Convert {value} {from} to {to}.", "How many {to} is {value} {from}?", "{value} {from} in {to}?",
+            "What is {value} {from} in {to}?", "Please convert {value} {from} into {to}.",
+            "Can you turn {value} {from} into {to}?", "I have {value} {from}. How much is that in {to}?",
+            "Change {value} {from} into {to}.", "{value} {from} to {to}", "Turn {value} {from} into {to}, please.",
+            "How much is {value} {from} in {to}?", "{value} {from} is how many {to}?",
+        ],
+        "held_out": ["Express {value} {from} in {to}, please.", "{value} {from} equals how many {to}?",
+                     "If I have {value} {from}, what's that in {to}?"],
+    },
+    "calc": {
+        "train": [
+            "What is {expr}?", "Calculate {expr}.", "Compute {expr} for me.", "{expr} = ?",
+            "Can you work out {expr}?", "Please evaluate {expr}.", "What do you get for {expr}?",
+            "Solve {expr}", "Figure out {expr}.", "math: {expr}", "Work out {expr}, please.", "{expr}",
+            "How much is {expr}?", "What's {expr}?",
+        ],
+        "held_out": ["Quick math: {expr}", "Help me figure out {expr}.", "What does {expr} come to?"],
+    },
+    "search": {
+        "train": [
+            "Search the web for {topic}.", "Look up {topic}.", "Find information about {topic}.",
+            "Can you search for {topic}?", "Google {topic} for me.", "I want to read about {topic}.",
+            "Search: {topic}", "Find me some articles on {topic}.", "Find pages about {topic}.",
+            "Browse online for {topic}.", "Search online: {topic}", "Get me web results on {topic}.",
+            "Look up {topic} on the web.", "Do a web search for {topic}.", "Search for {topic}, please.",
+        ],
+        "held_out": ["Dig up some pages about {topic}.", "What can you find online about {topic}?",
+                     "Run a search on {topic}."],
+    },
+    "search_n": {
+        "train": [
+            "Search for {topic} and give me {n} results.", "Find {n} results about {topic}.",
+            "Look up {topic}, top {n} results only.", "Give me {n} links about {topic}.",
+            "{n} web results on {topic}, please.", "Search {topic}, {n} results.",
+        ],
+        "held_out": ["I'd like {n} links on {topic}.", "Just {n} search results for {topic}, please."],
+    },
+    "fx": {
+        "train": [
+            "What is the exchange rate from {base} to {target}?", "How much is 1 {base} in {target}?",
+            "{base} to {target} rate?", "Convert currency: {base} to {target} exchange rate.",
+            "Check the {base}/{target} exchange rate.", "What's the current {base} to {target} rate?",
+            "What is one {base} worth in {target}?", "Exchange rate {base} {target}",
+            "{base} in {target} today?", "Rate from {base} to {target}, please.",
+        ],
+        "held_out": ["How many {target} do I get for one {base}?", "Rate between {base} and {target} today?",
+                     "What's the {base}-{target} exchange rate right now?"],
+    },
+    "two_weather": {
+        "train": [
+            "What's the weather in {city} and {city2}?", "Compare the weather in {city} and {city2}.",
+            "Weather for {city} and {city2}, please.", "How is the weather in {city} and in {city2}?",
+            "Check the weather in both {city} and {city2}.", "Weather in {city} and {city2}?",
+            "Forecast for {city} and {city2}.",
+        ],
+        "held_out": ["I'm choosing between {city} and {city2}; what's the weather in each?",
+                     "Is it warmer in {city} or in {city2} today?"],
+    },
+    "two_time": {
+        "train": [
+            "What time is it in {city} and {city2}?", "Tell me the local time in {city} and {city2}.",
+            "Current time in {city} and in {city2}?", "Time in {city} and {city2}?",
+            "Clocks in {city} and {city2}, please.",
+        ],
+        "held_out": ["What are the clocks saying in {city} and {city2}?",
+                     "Local times for {city} and {city2}, please?"],
+    },
+    "weather_time": {
+        "train": [
+            "What's the weather and the time in {city}?", "Tell me the time and weather in {city}.",
+            "In {city}, what time is it and what's the weather?", "Time and weather for {city}?",
+        ],
+        "held_out": ["I'm calling a friend in {city}: what time is it there and how's the weather?"],
+    },
+    "two_calc": {
+        "train": ["Calculate {expr} and {expr2}.", "What are {expr} and {expr2}?",
+                  "Compute {expr} and also {expr2}."],
+        "held_out": ["Work out both {expr} and {expr2}."],
+    },
 }
 _FILLER_BEFORE = ["Hey, ", "Hi! ", "Quick question: ", "Please, ", "Hello. ", "OK, ", "So, ", "Hmm, "]
 _FILLER_AFTER = [" Thanks!", " Thank you.", " Please.", " Cheers.", " Quickly, please.", " :)"]
 
-_HELD_OUT = {  # how many phrasings at the end of each list are evaluation-only
-    id(_P_WEATHER): 3, id(_P_WEATHER_UNIT): 1, id(_P_TIME): 2, id(_P_CONVERT): 2, id(_P_CALC): 2,
-    id(_P_SEARCH): 2, id(_P_SEARCH_N): 1, id(_P_FX): 2, id(_P_TWO_WEATHER): 1, id(_P_TWO_TIME): 1,
-    id(_P_WEATHER_TIME): 1, id(_P_TWO_CALC): 1,
-}
 
-_PLAIN = [  # (user phrasings, answers) for requests that need no tool
-    (["Hi!", "Hello", "Hey there", "Good morning!", "hello!", "Hi, who are you?",
-      "Greetings", "Yo"],
-     ["Hello! How can I help you today?", "Hi! What can I do for you?",
-      "Hello! I can check the weather, the time, convert units, do math, look up exchange rates "
-      "and search the web. What do you need?"]),
-    (["Thanks!", "Thank you so much.", "thanks, that helps", "Great, thanks.", "Cheers!"],
-     ["You're welcome!", "Happy to help!", "Anytime! Let me know if you need anything else."]),
-    (["What can you do?", "What are you able to help with?", "Help", "What tools do you have?"],
-     ["I can answer with the tools I am given: weather, local time, unit conversion, "
-      "calculations, exchange rates and web search.",
-      "I am a tiny assistant. Ask me about the weather, the time in a city, unit conversions, "
-      "arithmetic, exchange rates or a web search."]),
-    (["Tell me a joke.", "Say something funny.", "Make me laugh."],
-     ["Why did the function return early? It had a prior engagement.",
-      "I told my computer a joke about UDP. I am not sure it got it.",
-      "Why do programmers prefer dark mode? Because light attracts bugs."]),
-    (["How are you?", "How are you doing today?", "Are you ok?"],
-     ["I'm doing well, thanks for asking! How can I help?", "All good here. What can I do for you?"]),
-    (["Goodbye", "Bye!", "See you later."],
-     ["Goodbye! Have a great day.", "See you! Come back any time."]),
-    (["Who made you?", "Are you a real person?", "What model are you?"],
-     ["I am a tiny demo model trained from scratch by the Response Template Playground project.",
-      "I'm a small chat model built for the playground, not a person."]),
-    (["Write a haiku.", "Write a short poem.", "Give me a haiku about rain."],
-     ["Soft rain on the roof\ntokens falling one by one\nthe parser listens",
-      "Quiet morning light\na kettle hums on the stove\nthe day opens slow"]),
-    # held out
-    (["Heya, anybody there?", "Morning! Who am I talking to?"],
-     ["Hello! How can I help you today?"]),
-]
-_N_PLAIN_HELD_OUT = 1
-
-_SYSTEMS = [None, "You are a helpful assistant.", "You are a concise assistant.",
-            "You are a friendly assistant. Keep answers short.",
-            "You are a helpful assistant with access to tools."]
+def held_out_phrasings() -> list[str]:
+    """Every phrasing only the evaluation uses (placeholders such as ``{city}`` unfilled)."""
+    return [p for kind in PHRASINGS.values() for p in kind["held_out"]]
 
 
-def _phrases(lst: list, split: str, rng: random.Random) -> str:
-    """Pick a phrasing: training uses the first part, evaluation mixes held-out and seen ones."""
-    k = _HELD_OUT[id(lst)]
-    if split == "train":
-        text = rng.choice(lst[:-k] + _EXTRA_TRAIN[id(lst)])
-        r = rng.random()
-        if r < 0.12:
-            filler = rng.choice(_FILLER_BEFORE)
-            text = filler + (text[0].lower() + text[1:] if filler.endswith(", ") else text)
-        elif r < 0.24:
-            text = text + rng.choice(_FILLER_AFTER)
-        return text
-    if rng.random() < 0.5:
-        return rng.choice(lst[-k:])
-    return rng.choice(lst[:-k])
+def _phrase(kind: str, split: str, rng: random.Random) -> str:
+    """A phrasing of a request kind: training phrasings with fillers, or a held-out one."""
+    if split != "train":
+        return rng.choice(PHRASINGS[kind]["held_out"])
+    text = rng.choice(PHRASINGS[kind]["train"])
+    r = rng.random()
+    if r < 0.12:
+        filler = rng.choice(_FILLER_BEFORE)
+        text = filler + (text[0].lower() + text[1:] if filler.endswith(", ") else text)
+    elif r < 0.24:
+        text = text + rng.choice(_FILLER_AFTER)
+    return text
+
+# ---------------------------------------------------------------------------------------------
+# Argument values. Training draws most of them as made-up strings that no list contains, so
+# that the only way to get a call right is to copy the value from the request.
+# ---------------------------------------------------------------------------------------------
+
+_EVAL_NAMES = {n.lower() for n in [c.replace("_", " ") for c in _CITIES_EVAL] + _CURRENCIES_EVAL}
+_EVAL_NAME_WORDS = max(len(n.split()) for n in _EVAL_NAMES)
+
+
+def eval_names_in(text: str) -> list[str]:
+    """The evaluation cities and currency codes in ``text``, as whole words in any case (``"Split"``
+    in ``"split the bill"`` counts: made-up values and training text must avoid even that).
+    Words are runs of ASCII letters; a name of several words matches whatever separates them."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return [" ".join(words[i:i + k]) for k in range(1, _EVAL_NAME_WORDS + 1) for i in range(len(words) - k + 1)
+            if " ".join(words[i:i + k]) in _EVAL_NAMES]
 
 
 _ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
-           "br", "ch", "dr", "gr", "kr", "pl", "sh", "st", "tr", "th", "qu", "y", ""]
-_VOWELS = ["a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou", "ia", "y", "ea", "io"]
-_CODAS = ["", "", "", "", "n", "r", "s", "l", "m", "k", "th", "rg", "nd", "sk", "x"]
+           "br", "ch", "dr", "gr", "kr", "pl", "sh", "st", "tr", "th", "qu", "y", "", "", "sk", "gh", "kh"]
+_VOWELS = ["a", "e", "i", "o", "u", "a", "e", "o", "ai", "ou", "ia", "y", "ea", "io", "ei", "au", "ee", "aa"]
+_CODAS = ["", "", "", "", "n", "r", "s", "l", "m", "k", "th", "rg", "nd", "sk", "x", "t", "ng", "v", "z"]
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _random_word(rng: random.Random, syllables: int | None = None) -> str:
-    """A pronounceable made-up word (``"vorkalen"``): an argument value no list can contain."""
+    """A pronounceable made-up word (``"vorkalen"``), or one time in four a random letter string
+    (``"qxeltr"``): an argument value no list can contain and no language prior can guess."""
+    if rng.random() < 0.25:
+        return "".join(rng.choice(_LETTERS) for _ in range(rng.randint(3, 9)))
     n = syllables or rng.choice([1, 2, 2, 2, 3, 3, 4])
     return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(n))
 
 
-def _random_city(rng: random.Random) -> str:
-    """A made-up place name, sometimes of two or three words (``"Port Elvaro"``).
+def _made_up(make, rng: random.Random) -> str:
+    """Draw ``make(rng)`` until the value contains no evaluation name."""
+    value = make(rng)
+    while eval_names_in(value) or len(value) < 2:
+        value = make(rng)
+    return value
 
-    Never one of the evaluation cities (``"Oran"`` could come out of the syllables), so that
-    those stay unseen in training.
-    """
+
+def _random_city_once(rng: random.Random) -> str:
     name = _random_word(rng).capitalize()
-    while name.lower() in _EVAL_CITY_NAMES:
-        name = _random_word(rng).capitalize()
     r = rng.random()
-    if r < 0.12:
-        return rng.choice(["San", "Port", "New", "Saint", "El", "Lake", "Fort", "Santa", "Nova"]) + " " + name
-    if r < 0.2:
-        return name + " " + rng.choice(["City", "Bay", "Falls", "Springs", "Heights", "Town"])
-    if r < 0.27:
+    if r < 0.14:
+        return rng.choice(["San", "Port", "New", "Saint", "El", "Lake", "Fort", "Santa", "Nova", "St", "La",
+                           "Los", "Le", "Bad", "Den", "Ciudad"]) + " " + name
+    if r < 0.22:
+        return name + " " + rng.choice(["City", "Bay", "Falls", "Springs", "Heights", "Town", "Beach", "Harbor"])
+    if r < 0.32:
         return name + " " + _random_word(rng, 2).capitalize()
+    if r < 0.37:
+        return name + " " + rng.choice(["of", "de", "del", "on", "am"]) + " " + _random_word(rng, 2).capitalize()
     return name
+
+
+def _random_city(rng: random.Random) -> str:
+    """A made-up place name, sometimes of two to four words (``"Port Elvaro"``), never containing
+    an evaluation city."""
+    return _made_up(_random_city_once, rng)
 
 
 def _city(split: str, rng: random.Random) -> str:
     # Training mixes real names with made-up ones, so that the model learns to copy whatever
     # the user wrote instead of recalling a list; evaluation uses real names never trained on.
-    if split == "train" and rng.random() < 0.6:
+    if split == "train" and rng.random() < 0.65:
         return _random_city(rng)
     return rng.choice(_CITIES_TRAIN if split == "train" else _CITIES_EVAL).replace("_", " ")
 
@@ -428,14 +448,13 @@ def _currency_pair(split: str, rng: random.Random) -> tuple[str, str]:
     pool = _CURRENCIES_TRAIN if split == "train" else _CURRENCIES_EVAL + _CURRENCIES_TRAIN[:3]
     base, target = rng.sample(pool, 2)
     if split == "train":  # made-up codes too: copy the code, do not recall it
-        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
         def code() -> str:
-            c = "".join(rng.choice(letters) for _ in range(3))
-            return c if c not in _CURRENCIES_EVAL else code()
+            c = "".join(rng.choice(_LETTERS.upper()) for _ in range(3))
+            return c if c not in _CURRENCIES_EVAL and c not in _CURRENCIES_TRAIN else code()
 
-        if rng.random() < 0.5:
+        if rng.random() < 0.6:
             base = code()
-        if rng.random() < 0.5:
+        if rng.random() < 0.6:
             target = code()
         if base == target:
             target = target[:2] + ("A" if target[2] != "A" else "B")
@@ -444,12 +463,15 @@ def _currency_pair(split: str, rng: random.Random) -> tuple[str, str]:
 
 _TOPIC_FORMS = ["the history of {a}", "how {a} works", "{b} {a}", "the best {a}", "{a} for beginners",
                 "{a} and {c}", "{b} {a} tips", "the rules of {a}", "{a} news", "how to make {a}",
-                "the life of {p}", "{p}", "{a}", "learning {a}"]
+                "the life of {p}", "{p}", "{a}", "learning {a}", "the invention of {a}", "how {a} are made",
+                "{a} in {q}", "why {a} {v}", "{b} {a} near {q}", "the science of {a}"]
 _TOPIC_NOUNS = """kites pottery tennis lighthouses volcanoes robots rivers canals bridges trains bicycles
 satellites telescopes pianos violins drums poetry novels comics cheese noodles dumplings soup bread
 tea spices gardens forests deserts oceans islands caves maps coins stamps clocks engines rockets
 drones cameras printers keyboards fonts databases networks passwords algorithms spreadsheets
-penguins whales wolves owls horses cats dogs frogs butterflies ants mushrooms cactus roses""".split()
+penguins whales wolves owls horses cats dogs frogs butterflies ants mushrooms cactus roses
+glass paper lamps ships tunnels mirrors batteries magnets crystals storms tigers lizards""".split()
+_TOPIC_VERBS = "glow sing migrate float fly change sleep grow shine vanish".split()
 _TOPIC_ADJ = """cheap fast simple ancient modern famous small electric healthy quiet local free
 classic rare strange easy""".split()
 
@@ -458,21 +480,26 @@ def _topic(split: str, rng: random.Random) -> str:
     """A search query: a listed topic, or (training only) a new one from words and made-up names."""
     if split != "train":
         return rng.choice(_TOPICS_EVAL)
-    if rng.random() < 0.4:
+    if rng.random() < 0.3:
         return rng.choice(_TOPICS_TRAIN)
 
-    def noun() -> str:
-        return rng.choice(_TOPIC_NOUNS) if rng.random() < 0.6 else _random_word(rng)
+    def make(r: random.Random) -> str:
+        def noun() -> str:
+            return r.choice(_TOPIC_NOUNS) if r.random() < 0.5 else _random_word(r)
 
-    person = _random_word(rng, 2).capitalize() + " " + _random_word(rng, rng.choice([2, 3])).capitalize()
-    return rng.choice(_TOPIC_FORMS).format(a=noun(), b=rng.choice(_TOPIC_ADJ), c=noun(), p=person)
+        person = _random_word(r, 2).capitalize() + " " + _random_word(r, r.choice([2, 3])).capitalize()
+        return r.choice(_TOPIC_FORMS).format(a=noun(), b=r.choice(_TOPIC_ADJ), c=noun(), p=person,
+                                             q=_random_city_once(r), v=r.choice(_TOPIC_VERBS))
+
+    return _made_up(make, rng)
 
 
 def _call(name: str, args: dict) -> dict:
     return {"type": "function", "function": {"name": name, "arguments": args}}
 
-
-# ---------------------------------------------------------------------------------------------
+_SYSTEMS = [None, "You are a helpful assistant.", "You are a concise assistant.",
+            "You are a friendly assistant. Keep answers short.",
+            "You are a helpful assistant with access to tools."]
 # Tool results and the answers that use them
 # ---------------------------------------------------------------------------------------------
 
@@ -549,73 +576,255 @@ def _describe(call: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Requests
+
+
+def stated_values(call: dict, result: dict) -> list[str]:
+    """The strings an answer must contain to state a tool result correctly.
+
+    Weather: city, temperature (with its sign) and condition; time: city and time; unit
+    conversion: the converted value; calculation: the result; exchange rate: the rate; web
+    search: every result's URL. Numbers as the result writes them (``12``, ``0.8134``).
+    """
+    name = call["function"]["name"]
+    if name == "get_weather":
+        return [result["city"], str(result["temperature"]), result["condition"]]
+    if name == "get_time":
+        return [result["city"], result["time"]]
+    if name == "convert_units":
+        return [str(result["value"])]
+    if name == "calculate":
+        return [str(result["result"])]
+    if name == "get_exchange_rate":
+        return [str(result["rate"])]
+    if name == "web_search":
+        return [r["url"] for r in result["results"]]
+    raise ValueError(name)
+
+# ---------------------------------------------------------------------------------------------
+# Plain requests: no tool fits, whatever tools are offered. The model answers directly.
 # ---------------------------------------------------------------------------------------------
 
-def _request(split: str, rng: random.Random) -> tuple[str, list[dict]]:
+_CHAT = [  # (user phrasings, answers): small talk and requests about the assistant itself
+    (["Hi!", "Hello", "Hey there", "Good morning!", "hello!", "Hi, who are you?", "Greetings", "Yo"],
+     ["Hello! How can I help you today?", "Hi! What can I do for you?",
+      "Hello! I can check the weather, the time, convert units, do math, look up exchange rates "
+      "and search the web. What do you need?"]),
+    (["Thanks!", "Thank you so much.", "thanks, that helps", "Great, thanks.", "Cheers!"],
+     ["You're welcome!", "Happy to help!", "Anytime! Let me know if you need anything else."]),
+    (["What can you do?", "What are you able to help with?", "Help", "What tools do you have?"],
+     ["I can answer with the tools I am given: weather, local time, unit conversion, "
+      "calculations, exchange rates and web search.",
+      "I am a tiny assistant. Ask me about the weather, the time in a city, unit conversions, "
+      "arithmetic, exchange rates or a web search."]),
+    (["Tell me a joke.", "Say something funny.", "Make me laugh."],
+     ["Why did the function return early? It had a prior engagement.",
+      "I told my computer a joke about UDP. I am not sure it got it.",
+      "Why do programmers prefer dark mode? Because light attracts bugs."]),
+    (["How are you?", "How are you doing today?", "Are you ok?"],
+     ["I'm doing well, thanks for asking! How can I help?", "All good here. What can I do for you?"]),
+    (["Goodbye", "Bye!", "See you later."],
+     ["Goodbye! Have a great day.", "See you! Come back any time."]),
+    (["Who made you?", "Are you a real person?", "What model are you?"],
+     ["I am a tiny demo model trained from scratch by the Response Template Playground project.",
+      "I'm a small chat model built for the playground, not a person."]),
+    (["Write a haiku.", "Write a short poem.", "Give me a haiku about rain."],
+     ["Soft rain on the roof\ntokens falling one by one\nthe parser listens",
+      "Quiet morning light\na kettle hums on the stove\nthe day opens slow"]),
+]
+
+# (country, capital): capitals that are no evaluation city
+_CAPITALS = [("France", "Paris"), ("Germany", "Berlin"), ("Spain", "Madrid"), ("Italy", "Rome"),
+             ("Portugal", "Lisbon"), ("Ireland", "Dublin"), ("Austria", "Vienna"), ("Poland", "Warsaw"),
+             ("Norway", "Oslo"), ("Sweden", "Stockholm"), ("Finland", "Helsinki"), ("Denmark", "Copenhagen"),
+             ("Greece", "Athens"), ("Egypt", "Cairo"), ("Kenya", "Nairobi"), ("Japan", "Tokyo"),
+             ("South Korea", "Seoul"), ("Thailand", "Bangkok"), ("Vietnam", "Hanoi"), ("Peru", "Lima"),
+             ("Colombia", "Bogota"), ("Chile", "Santiago"), ("Argentina", "Buenos Aires"), ("Cuba", "Havana"),
+             ("Ukraine", "Kyiv"), ("Hungary", "Budapest"), ("China", "Beijing"), ("India", "New Delhi"),
+             ("the United Kingdom", "London"), ("the Netherlands", "Amsterdam"), ("Belgium", "Brussels"),
+             ("Latvia", "Riga"), ("Estonia", "Tallinn"), ("Bulgaria", "Sofia"), ("Romania", "Bucharest"),
+             ("Serbia", "Belgrade"), ("Croatia", "Zagreb"), ("Iran", "Tehran"), ("Qatar", "Doha"),
+             ("Georgia", "Tbilisi"), ("Armenia", "Yerevan"), ("Nepal", "Kathmandu"), ("Ghana", "Accra"),
+             ("Uganda", "Kampala"), ("Rwanda", "Kigali"), ("Senegal", "Dakar"), ("Uruguay", "Montevideo"),
+             ("Mexico", "Mexico City"), ("Jordan", "Amman"), ("Ethiopia", "Addis Ababa"), ("Lebanon", "Beirut"),
+             ("Australia", "Canberra"), ("Brazil", "Brasilia")]
+_CAPITAL_QUESTIONS = {"train": ["What is the capital of {country}?", "What's the capital city of {country}?",
+                                "Which city is the capital of {country}?", "Name the capital of {country}."],
+                      "held_out": ["Capital of {country}?", "Do you know the capital of {country}?"]}
+_CAPITAL_ANSWERS = ["The capital of {country} is {capital}.", "{capital} is the capital of {country}.",
+                    "It's {capital}."]
+
+_FACTS = [  # (questions, answer): general questions no tool answers
+    (["How many legs does a spider have?", "Spiders have how many legs?"], "A spider has eight legs."),
+    (["How many legs does an insect have?"], "Insects have six legs."),
+    (["What is the largest planet?", "Which planet is the biggest?"],
+     "Jupiter is the largest planet in the solar system."),
+    (["What is the closest star to Earth?"], "The Sun is the closest star to Earth."),
+    (["What is photosynthesis?", "Explain photosynthesis briefly."],
+     "Photosynthesis is how plants turn sunlight, water and carbon dioxide into sugar and oxygen."),
+    (["What is gravity?"], "Gravity is the force that pulls masses toward each other."),
+    (["Why do we have seasons?"], "Seasons happen because the Earth's axis is tilted as it orbits the Sun."),
+    (["What is DNA?"], "DNA is the molecule that carries the genetic instructions of living things."),
+    (["Who wrote Romeo and Juliet?"], "William Shakespeare wrote Romeo and Juliet."),
+    (["Who painted the Starry Night?"], "Vincent van Gogh painted The Starry Night."),
+    (["Who discovered penicillin?"], "Alexander Fleming discovered penicillin in 1928."),
+    (["Who was the first person on the moon?"], "Neil Armstrong was the first person to walk on the moon."),
+    (["What do cows eat?"], "Cows mostly eat grass and hay."),
+    (["What do bees make?"], "Bees make honey and wax."),
+    (["How many days are in a week?"], "There are seven days in a week."),
+    (["How many months have 31 days?"], "Seven months have 31 days."),
+    (["What colour do you get by mixing blue and yellow?", "Blue plus yellow makes what colour?"],
+     "Mixing blue and yellow gives green."),
+    (["What is the opposite of hot?"], "The opposite of hot is cold."),
+    (["What is a synonym for happy?", "Give me another word for happy."], "Joyful, cheerful or glad."),
+    (["What is the plural of mouse?"], "The plural of mouse is mice."),
+    (["How do you say thank you in Spanish?"], "In Spanish, thank you is \"gracias\"."),
+    (["How do you say hello in German?"], "In German, hello is \"Hallo\"."),
+    (["What language do they speak in Japan?"], "People in Japan speak Japanese."),
+    (["What is the longest river in the world?"], "The Nile and the Amazon are the two longest rivers."),
+    (["What is the highest mountain?", "Which mountain is the tallest on Earth?"],
+     "Mount Everest is the highest mountain above sea level."),
+    (["What is the freezing point of water?"], "Water freezes at 0 degrees Celsius."),
+    (["What is a prime number?"], "A prime number has exactly two divisors: 1 and itself."),
+    (["What is an API?", "Explain what an API is."],
+     "An API is a defined way for programs to talk to each other."),
+    (["What is JSON?"], "JSON is a text format for structured data, built from objects, arrays, strings and numbers."),
+    (["What is a tokenizer?"], "A tokenizer splits text into the tokens a language model reads."),
+    (["What is Python?"], "Python is a popular programming language known for its readable syntax."),
+    (["What is the internet?"], "The internet is a global network of connected computers."),
+    (["Why is the ocean salty?"], "Rivers carry dissolved minerals into the sea, and they stay when water evaporates."),
+    (["How do plants drink water?"], "Plants take up water through their roots."),
+    (["What is a leap year?"], "A leap year has 366 days, with an extra day on February 29."),
+    (["Give me a tip for staying focused.", "How can I focus better?"],
+     "Work in short blocks, put your phone away and take a break every half hour."),
+    (["How do I boil an egg?"], "Put the egg in boiling water for about eight minutes, then cool it in cold water."),
+    (["Suggest a name for a dog.", "What should I name my puppy?"], "How about Biscuit, Luna or Max?"),
+    (["Recommend a movie.", "What movie should I watch tonight?"],
+     "Maybe a classic comedy, or a nature documentary if you want something calm."),
+    (["What's your favourite food?"], "I don't eat, but pizza sounds popular."),
+    (["Are you smart?", "Are you clever?"], "I'm a very small model, so I keep to simple things."),
+    (["Can you keep a secret?"], "I don't remember anything after our chat, so yes."),
+    (["What is the meaning of life?"], "Many say it's what you make of it. Some say 42."),
+    (["Tell me something interesting.", "Tell me a fun fact."],
+     "Honey never spoils: jars thousands of years old were still edible."),
+    (["Tell me a fact about cats."], "Cats sleep for about twelve to sixteen hours a day."),
+    (["Tell me a fact about whales."], "Blue whales are the largest animals that have ever lived."),
+    (["What is a noun?"], "A noun is a word for a person, place, thing or idea."),
+    (["What rhymes with moon?"], "Spoon, tune and June rhyme with moon."),
+    (["Spell the word banana.", "How do you spell banana?"], "B-A-N-A-N-A."),
+    (["Is the earth round?"], "Yes, the Earth is roughly a sphere."),
+    (["Do fish sleep?"], "Yes, fish rest, though most do not close their eyes."),
+    (["How many continents are there?"], "There are seven continents."),
+    (["What is the smallest country?"], "Vatican City is the smallest country in the world."),
+    (["Summarize what you are in one sentence."], "I'm a tiny chat model that calls tools and answers short questions."),
+]
+
+# Held out: plain questions the evaluation asks and training never shows (checked in tests).
+_PLAIN_HELD_OUT = [
+    "Why is the sky blue?", "Tell me a fact about octopuses.", "Who wrote Hamlet?", "What do pandas eat?",
+    "Explain recursion in one sentence.", "Recommend a book for the weekend.", "What's the largest ocean?",
+    "How do magnets work?", "Is a tomato a fruit?", "What language is spoken in Brazil?",
+    "Can you help me name my cat?", "Who painted the Mona Lisa?", "What is the boiling point of water?",
+    "Say good night in French.", "What rhymes with cat?", "How many sides does a hexagon have?",
+    "Heya, anybody there?", "Morning! Who am I talking to?", "Give me a motivational quote.",
+    "What's a verb?", "Why do leaves change colour?", "What is a black hole?",
+    "How old is the universe?", "Describe autumn in one sentence.",
+]
+
+
+def _plain(split: str, rng: random.Random) -> tuple[str, str]:
+    """A request no tool answers, and its answer (for held-out questions: empty, any direct
+    answer without a tool call counts)."""
+    r = rng.random()
+    if r < 0.3:
+        country, capital = rng.choice(_CAPITALS)
+        if split != "train":
+            return rng.choice(_CAPITAL_QUESTIONS["held_out"]).format(country=country), ""
+        question = rng.choice(_CAPITAL_QUESTIONS["train"]).format(country=country)
+        return question, rng.choice(_CAPITAL_ANSWERS).format(country=country, capital=capital)
+    if split != "train":
+        return rng.choice(_PLAIN_HELD_OUT), ""
+    if r < 0.55:
+        users, answers = rng.choice(_CHAT)
+        return rng.choice(users), rng.choice(answers)
+    questions, answer = rng.choice(_FACTS)
+    return rng.choice(questions), answer
+
+
+def plain_training_questions() -> list[str]:
+    """Every plain question training can ask (for the overlap checks)."""
+    out = [u for users, _ in _CHAT for u in users] + [q for qs, _ in _FACTS for q in qs]
+    out += [p.format(country=c) for p in _CAPITAL_QUESTIONS["train"] for c, _ in _CAPITALS]
+    return out
+
+
+def plain_held_out_questions() -> list[str]:
+    """Every plain question only the evaluation asks."""
+    return _PLAIN_HELD_OUT + [p.format(country=c) for p in _CAPITAL_QUESTIONS["held_out"] for c, _ in _CAPITALS]
+
+# ---------------------------------------------------------------------------------------------
+# Requests and examples
+# ---------------------------------------------------------------------------------------------
+
+_KINDS = ["weather", "weather_unit", "time", "convert", "calc", "search", "search_n", "fx",
+          "two_weather", "two_time", "weather_time", "two_calc"]
+_KIND_WEIGHTS = [12, 4, 9, 9, 9, 9, 3, 7, 6, 3, 4, 2]
+
+
+def _two_cities(split: str, rng: random.Random) -> tuple[str, str]:
+    c1, c2 = _city(split, rng), _city(split, rng)
+    while c2 == c1:
+        c2 = _city(split, rng)
+    return c1, c2
+
+
+def _request(split: str, rng: random.Random, kind: str | None = None) -> tuple[str, list[dict]]:
     """A user message and the calls that answer it (one or two)."""
-    kind = rng.choices(
-        ["weather", "weather_unit", "time", "convert", "calc", "search", "search_n", "fx",
-         "two_weather", "two_time", "weather_time", "two_calc"],
-        weights=[12, 4, 9, 9, 9, 9, 3, 7, 6, 3, 4, 2])[0]
+    kind = kind or rng.choices(_KINDS, weights=_KIND_WEIGHTS)[0]
+    phrase = _phrase(kind, split, rng)
     if kind == "weather":
         c = _city(split, rng)
-        return _phrases(_P_WEATHER, split, rng).format(city=c), [_call("get_weather", {"city": c})]
+        return phrase.format(city=c), [_call("get_weather", {"city": c})]
     if kind == "weather_unit":
         c, u = _city(split, rng), rng.choice(["celsius", "fahrenheit"])
-        return (_phrases(_P_WEATHER_UNIT, split, rng).format(city=c, unit=u),
-                [_call("get_weather", {"city": c, "unit": u})])
+        return phrase.format(city=c, unit=u), [_call("get_weather", {"city": c, "unit": u})]
     if kind == "time":
         c = _city(split, rng)
-        return _phrases(_P_TIME, split, rng).format(city=c), [_call("get_time", {"city": c})]
+        return phrase.format(city=c), [_call("get_time", {"city": c})]
     if kind == "convert":
         f, t = rng.choice(_UNIT_PAIRS)
         v = _number(split, rng)
-        text = _phrases(_P_CONVERT, split, rng).format(
-            value=_fmt_num(v), **{"from": rng.choice(_UNIT_NAMES[f]), "to": rng.choice(_UNIT_NAMES[t])})
+        text = phrase.format(value=_fmt_num(v), **{"from": rng.choice(_UNIT_NAMES[f]), "to": rng.choice(_UNIT_NAMES[t])})
         return text, [_call("convert_units", {"value": v, "from_unit": f, "to_unit": t})]
     if kind == "calc":
         e, val = _expr(split, rng)
-        return (_phrases(_P_CALC, split, rng).format(expr=e),
-                [_call("calculate", {"expression": e, "_value": val})])
+        return phrase.format(expr=e), [_call("calculate", {"expression": e, "_value": val})]
     if kind == "search":
         tp = _topic(split, rng)
-        return _phrases(_P_SEARCH, split, rng).format(topic=tp), [_call("web_search", {"query": tp})]
+        return phrase.format(topic=tp), [_call("web_search", {"query": tp})]
     if kind == "search_n":
-        tp = _topic(split, rng)
-        n = rng.randint(1, 10)
-        return (_phrases(_P_SEARCH_N, split, rng).format(topic=tp, n=n),
-                [_call("web_search", {"query": tp, "max_results": n})])
+        tp, n = _topic(split, rng), rng.randint(1, 10)
+        return phrase.format(topic=tp, n=n), [_call("web_search", {"query": tp, "max_results": n})]
     if kind == "fx":
         b, t = _currency_pair(split, rng)
-        return (_phrases(_P_FX, split, rng).format(base=b, target=t),
-                [_call("get_exchange_rate", {"base": b, "target": t})])
+        return phrase.format(base=b, target=t), [_call("get_exchange_rate", {"base": b, "target": t})]
     if kind == "two_weather":
-        c1 = _city(split, rng)
-        c2 = _city(split, rng)
-        while c2 == c1:
-            c2 = _city(split, rng)
-        return (_phrases(_P_TWO_WEATHER, split, rng).format(city=c1, city2=c2),
+        c1, c2 = _two_cities(split, rng)
+        return (phrase.format(city=c1, city2=c2),
                 [_call("get_weather", {"city": c1}), _call("get_weather", {"city": c2})])
     if kind == "two_time":
-        c1 = _city(split, rng)
-        c2 = _city(split, rng)
-        while c2 == c1:
-            c2 = _city(split, rng)
-        return (_phrases(_P_TWO_TIME, split, rng).format(city=c1, city2=c2),
-                [_call("get_time", {"city": c1}), _call("get_time", {"city": c2})])
+        c1, c2 = _two_cities(split, rng)
+        return phrase.format(city=c1, city2=c2), [_call("get_time", {"city": c1}), _call("get_time", {"city": c2})]
     if kind == "weather_time":
         c = _city(split, rng)
         calls = [_call("get_weather", {"city": c}), _call("get_time", {"city": c})]
-        text = _phrases(_P_WEATHER_TIME, split, rng).format(city=c)
+        text = phrase.format(city=c)
         if text.lower().index("time") < text.lower().index("weather"):
             calls.reverse()
         return text, calls
     e1, v1 = _expr(split, rng)
     e2, v2 = _expr(split, rng)
-    return (_phrases(_P_TWO_CALC, split, rng).format(expr=e1, expr2=e2),
-            [_call("calculate", {"expression": e1, "_value": v1}),
-             _call("calculate", {"expression": e2, "_value": v2})])
+    return (phrase.format(expr=e1, expr2=e2),
+            [_call("calculate", {"expression": e1, "_value": v1}), _call("calculate", {"expression": e2, "_value": v2})])
 
 
 def _clean(call: dict) -> dict:
@@ -624,60 +833,91 @@ def _clean(call: dict) -> dict:
     return _call(call["function"]["name"], a)
 
 
-def _offered_tools(needed: set[str], rng: random.Random, split: str = "eval") -> list[dict]:
+def _offered_tools(needed: set[str], rng: random.Random, split: str = "eval", drill: bool = False) -> list[dict]:
     """The needed tools plus distractors, in random order.
 
-    Evaluation offers 0-1 distractors; training offers 0-3, so that the model has to pick the
-    tool the request names from the list it was given instead of the only one there.
+    Evaluation offers 0-1 distractors with a call (1-3 tools that do not fit with a plain
+    question); training offers 0-3 so that the model picks the tool the request names from the
+    list it was given. Copy drills offer the needed tools only (short prompts).
     """
     others = [n for n in TOOLS if n not in needed]
-    if split == "train":
-        k = min(len(others), rng.choice([0, 1, 1, 2, 3])) if needed else rng.randint(1, 3)
+    if drill:
+        k = 0
+    elif split == "train":
+        k = min(len(others), rng.choice([0, 1, 1, 2, 3])) if needed else rng.randint(1, 4)
     else:
-        k = rng.choice([0, 0, 1]) if needed else rng.randint(1, 2)
+        k = rng.choice([0, 0, 1]) if needed else rng.randint(1, 3)
     names = list(needed) + rng.sample(others, k)
     rng.shuffle(names)
     return [TOOLS[n] for n in names]
 
 
-def _plain(split: str, rng: random.Random) -> tuple[str, str]:
-    """A request that needs no tool, and its answer."""
-    groups = _PLAIN[:-_N_PLAIN_HELD_OUT] if split == "train" else _PLAIN
-    users, answers = rng.choice(groups)
-    return rng.choice(users), rng.choice(answers)
+def _answer(calls: list[dict], results: list[dict], rng: random.Random) -> str:
+    """The answer after tool results: one sentence per result (search results as lists)."""
+    sep = "\n\n" if any(c["function"]["name"] == "web_search" for c in calls) else " "
+    return sep.join(_answer_for(c, r, rng) for c, r in zip(calls, results))
 
 
-def make_example(split: str, rng: random.Random) -> dict:
+def _exchange(rng: random.Random) -> list[dict]:
+    """A finished earlier exchange (training only): a plain question and its answer, or a
+    request, its calls, the results and the answer that states them."""
+    if rng.random() < 0.35:
+        user, answer = _plain("train", rng)
+        return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+    user, calls = _request("train", rng)
+    results = [_result(c, rng) for c in calls]
+    return ([{"role": "user", "content": user}, {"role": "assistant", "tool_calls": [_clean(c) for c in calls]}]
+            + [{"role": "tool", "content": json.dumps(r, ensure_ascii=False)} for r in results]
+            + [{"role": "assistant", "content": _answer(calls, results, rng)}])
+
+
+def _tools_called(messages: list[dict]) -> set[str]:
+    return {c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
+
+
+def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
     """One training/evaluation example.
 
     Returns a dict with ``messages`` (the conversation before the assistant turn), ``tools``
     (offered tools or None), ``thinking`` (bool), ``kind`` (``"call"``, ``"answer"`` or
-    ``"plain"``), ``target`` (the assistant message to produce) and, for ``"call"`` examples,
-    ``expected_calls``.
+    ``"plain"``) and ``target`` (the assistant message to produce); ``"call"`` examples add
+    ``expected_calls``, ``"answer"`` examples add ``expected_values`` (the strings the answer
+    must state, from ``stated_values``).
+
+    Training conversations start, two times in five, with one or two finished exchanges
+    (``_exchange``); ``train.py`` learns their assistant turns too. ``drill`` (training only)
+    makes a call drill: a tool call or an answer from tool results, with made-up values, only
+    the needed tools offered and no system prompt, so that copying is most of what the short
+    example teaches.
     """
     thinking = rng.random() < 0.5
-    system = rng.choice(_SYSTEMS)
+    system = None if drill else rng.choice(_SYSTEMS)
     messages: list[dict] = [{"role": "system", "content": system}] if system else []
-    # training leans on first turns (the calls), the harder part; evaluation keeps the old mix
-    kind = rng.choices(["call", "answer", "plain"], weights=[6, 3, 2] if split == "train" else [5, 4, 2])[0]
+    if split == "train" and not drill and rng.random() < 0.4:
+        for _ in range(rng.choice([1, 1, 2])):
+            messages += _exchange(rng)
+    earlier = _tools_called(messages)
+    weights = [3, 2, 0] if drill else ([6, 3, 3] if split == "train" else [5, 4, 3])
+    kind = rng.choices(["call", "answer", "plain"], weights=weights)[0]
     if kind == "plain":
         user, answer = _plain(split, rng)
-        tools = _offered_tools(set(), rng, split) if rng.random() < 0.7 else None
-        if tools == []:
-            tools = None
+        tools = _offered_tools(earlier, rng, split) if earlier or rng.random() < 0.75 else None
         messages.append({"role": "user", "content": user})
-        reasoning = rng.choice([
-            "The user is just chatting. No tool is needed, I can answer directly.",
-            f"The message is \"{user}\". This needs no tool call. I will reply briefly.",
-            "Nothing to look up here, so I answer without tools.",
-        ]) if thinking else None
         target = {"role": "assistant", "content": answer}
-        if reasoning:
-            target["reasoning_content"] = reasoning
+        if thinking:
+            target["reasoning_content"] = rng.choice([
+                "None of the tools fits this question, so I answer it directly.",
+                f"The user asks \"{user}\" No tool is needed for that. I will reply briefly.",
+                "This is a general question. I answer from what I know, without a tool call.",
+            ] if tools else [
+                "The user is just chatting. No tool is needed, I can answer directly.",
+                f"The message is \"{user}\" I can reply directly.",
+                "Nothing to look up here, so I answer briefly.",
+            ])
         return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
 
     user, calls = _request(split, rng)
-    tools = _offered_tools({c["function"]["name"] for c in calls}, rng, split)
+    tools = _offered_tools({c["function"]["name"] for c in calls} | earlier, rng, split, drill)
     messages.append({"role": "user", "content": user})
     clean = [_clean(c) for c in calls]
     if kind == "call":
@@ -700,21 +940,106 @@ def make_example(split: str, rng: random.Random) -> dict:
     results = [_result(c, rng) for c in calls]
     for r in results:
         messages.append({"role": "tool", "content": json.dumps(r, ensure_ascii=False)})
-    answer = " ".join(_answer_for(c, r, rng) if c["function"]["name"] != "web_search"
-                      else _answer_for(c, r, rng) for c, r in zip(calls, results))
-    if len(calls) == 2 and calls[0]["function"]["name"] == "web_search":
-        answer = "\n\n".join(_answer_for(c, r, rng) for c, r in zip(calls, results))
-    target = {"role": "assistant", "content": answer}
+    target = {"role": "assistant", "content": _answer(calls, results, rng)}
     if thinking:
         target["reasoning_content"] = rng.choice([
             "The tool results are in. I will summarize them for the user.",
             "I have the results now, so I can answer.",
             f"The tool returned {json.dumps(results[0], ensure_ascii=False)}. I report it.",
         ])
-    return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
+    return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target,
+            "expected_values": [v for c, r in zip(calls, results) for v in stated_values(c, r)]}
 
 
-def make_examples(n: int, split: str, seed: int) -> list[dict]:
-    """``n`` examples of one split, reproducible from ``seed``."""
-    rng = random.Random(f"{split}:{seed}")
-    return [make_example(split, rng) for _ in range(n)]
+def make_examples(n: int, split: str, seed: int, drill: bool = False) -> list[dict]:
+    """``n`` examples of one split, reproducible from ``seed`` (``drill``: copy drills, see
+    ``make_example``)."""
+    rng = random.Random(f"{split}:{seed}" + (":drill" if drill else ""))
+    return [make_example(split, rng, drill) for _ in range(n)]
+
+
+_ECHO = [  # (request, answer) forms of the copy drills; {x} and {y} are made-up values
+    ("Repeat after me: {x}", "{x}"), ("Say \"{x}\".", "{x}"), ("Echo: {x}", "{x}"),
+    ("Please write {x} back to me.", "{x}"), ("Copy this exactly: {x}", "{x}"),
+    ("{x} - repeat that, please.", "{x}"), ("My name is {x}. What is my name?", "Your name is {x}."),
+    ("Remember this code: {x}. What is the code?", "The code is {x}."),
+    ("I live in {x}. Where do I live?", "You live in {x}."),
+    ("First {x}, then {y}. What came second?", "{y}"), ("First {x}, then {y}. What came first?", "{x}"),
+    ("The password is {x} and the user is {y}. Who is the user?", "The user is {y}."),
+]
+
+
+def _echo_value(rng: random.Random) -> str:
+    """One to four made-up words, letter strings, numbers or codes (``"Vorka 2981 qxe"``)."""
+    def make(r: random.Random) -> str:
+        parts = []
+        for _ in range(r.choice([1, 1, 2, 2, 3, 4])):
+            x = r.random()
+            if x < 0.5:
+                w = _random_word(r)
+                parts.append(w.capitalize() if r.random() < 0.5 else w)
+            elif x < 0.65:
+                parts.append(str(r.randint(0, 99999)))
+            elif x < 0.8:
+                parts.append("".join(r.choice(_LETTERS.upper()) for _ in range(r.randint(2, 4))))
+            else:
+                parts.append(r.choice(_TOPIC_NOUNS))
+        return " ".join(parts)
+
+    return _made_up(make, rng)
+
+
+def make_echo_example(rng: random.Random) -> dict:
+    """A copy drill without tools: the user gives made-up values and asks for one back.
+
+    Short (about 40 tokens) and mostly copying: the first training phase uses these so that
+    the model learns to copy (induction) before it learns the conversations.
+    """
+    request, answer = rng.choice(_ECHO)
+    x, y = _echo_value(rng), _echo_value(rng)
+    while y == x:
+        y = _echo_value(rng)
+    thinking = rng.random() < 0.2
+    target = {"role": "assistant", "content": answer.format(x=x, y=y)}
+    if thinking:
+        target["reasoning_content"] = f"The answer is {answer.format(x=x, y=y)}"
+    return {"messages": [{"role": "user", "content": request.format(x=x, y=y)}], "tools": None,
+            "thinking": thinking, "kind": "plain", "target": target}
+
+
+def make_echo_examples(n: int, seed: int) -> list[dict]:
+    """``n`` copy drills (``make_echo_example``), reproducible from ``seed``."""
+    rng = random.Random(f"echo:{seed}")
+    return [make_echo_example(rng) for _ in range(n)]
+
+
+def user_messages(examples: list[dict]) -> list[str]:
+    """Every user message of ``examples`` (tool results excluded)."""
+    return [m["content"] for ex in examples for m in ex["messages"] if m["role"] == "user"]
+
+
+def phrasing_pattern(phrasing: str) -> re.Pattern:
+    """A regex that matches any message built from ``phrasing`` (placeholders: any text), with
+    anything before or after it (fillers)."""
+    parts = re.split(r"\{[a-z0-9]+\}", phrasing)
+    return re.compile("^(?:.*?)" + ".+?".join(re.escape(p) for p in parts) + "(?:.*)$", re.S)
+
+
+def overlap_with_training(eval_examples: list[dict], train_examples: list[dict]) -> dict:
+    """How much of an evaluation set training has seen; every count should be 0.
+
+    Returns ``{"user_messages": n, "held_out_phrasings": n, "eval_names": n, "plain_questions": n}``:
+    evaluation user messages that occur verbatim in ``train_examples``; training user messages
+    that match a held-out phrasing; evaluation cities or currency codes anywhere in the training
+    text; held-out plain questions that training can ask.
+    """
+    train_users = set(user_messages(train_examples))
+    patterns = [phrasing_pattern(p) for p in held_out_phrasings()]
+    text = "\n".join(json.dumps(ex, ensure_ascii=False) for ex in train_examples)
+    plain_train = set(plain_training_questions())
+    return {
+        "user_messages": sum(1 for u in user_messages(eval_examples) if u in train_users),
+        "held_out_phrasings": sum(1 for u in train_users if any(rx.match(u) for rx in patterns)),
+        "eval_names": len(eval_names_in(text)),
+        "plain_questions": sum(1 for q in plain_held_out_questions() if q in plain_train or q in train_users),
+    }
