@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
+import re
 import resource
 import sys
 import time
@@ -64,19 +64,34 @@ def prompt_text(tokenizer, example: dict) -> str:
         enable_thinking=example["thinking"], tokenize=False)
 
 
-def train_tokenizer(texts: list[str], vocab_size: int, space_tokens: bool = False) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE (digits split one by one) with the ChatML/think/tool special tokens.
+# How text is cut into words before BPE merges (see train_tokenizer).
+PRETOKENIZERS = ("trailing", "wordspace", "space", "gpt2")
 
-    With ``space_tokens`` spaces are tokens of their own, so a word has the same tokens
-    wherever it appears: ``Paris`` in ``weather in Paris?`` and in ``{"city": "Paris"}``.
-    Copying arguments from the user message then becomes token identity instead of the
-    GPT-2-style ``ĠParis`` -> ``Paris`` mapping (about 30% more tokens per conversation).
+
+def train_tokenizer(texts: list[str], vocab_size: int, pretokenizer: str = "wordspace") -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE (digits split one by one) with the ChatML control tokens and the
+    reasoning/tool markers.
+
+    ``pretokenizer`` decides where a word's space goes, which decides whether a value copied
+    from the user message has the same tokens in the tool call:
+
+    - ``"trailing"`` (default): a space sticks to the end of the word before it (``in `` +
+      ``Paris``), so ``Paris`` in ``weather in Paris?`` and in ``{"city": "Paris"}`` is the same
+      tokens, and so is ``Port of Spain``; only a value followed by a space in the request
+      (``Paris today``) ends in a different last token. Same token count as ``"gpt2"``.
+    - ``"space"``: spaces are tokens of their own: always the same tokens, about 25% more of them.
+    - ``"gpt2"``: GPT-2's leading space (``ĠParis``), so the first token of a copied value differs.
     """
+    split = {
+        "trailing": [pre_tokenizers.Split(Regex(r"\p{L}+ ?|\p{N}|[^\s\p{L}\p{N}]+ ?|\s+"), behavior="isolated")],
+        "space": [pre_tokenizers.Split(Regex(" "), behavior="isolated")],
+        "wordspace": [pre_tokenizers.Split(Regex(r"\p{L}+|\p{N}|[^\s\p{L}\p{N}]+ ?|\s+"), behavior="isolated")],
+        "gpt2": [],
+    }[pretokenizer]
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(([
-        pre_tokenizers.Split(Regex(" "), behavior="isolated")] if space_tokens else []) + [
+    tok.pre_tokenizer = pre_tokenizers.Sequence(split + [
         pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pretokenizer not in ("trailing", "wordspace")),
     ])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
@@ -103,15 +118,28 @@ def wrap_tokenizer(tok: Tokenizer) -> PreTrainedTokenizerFast:
     return fast
 
 
+_ASSISTANT_TURN = re.compile(r"<\|im_start\|>assistant\n(.*?<\|im_end\|>)", re.S)
+
+
 def encode_example(tokenizer, example: dict, max_len: int) -> tuple[list[int], list[int]] | None:
-    """Token ids and labels (-100 on the prompt) for one example; None if too long."""
+    """Token ids and labels for one example; None if longer than ``max_len`` tokens.
+
+    Labelled: the completion, and the finished assistant turns earlier in the conversation
+    (their calls, answers and ``<|im_end|>``; the chat template drops their reasoning), so a
+    long prompt (system turn, tool schemas) teaches more than one turn. Everything else is
+    -100 (context only).
+    """
     prompt = prompt_text(tokenizer, example)
     completion = completion_text(example["target"], example["thinking"])
-    p = tokenizer.encode(prompt, add_special_tokens=False)
+    enc = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
+    p = enc["input_ids"]
+    spans = [m.span(1) for m in _ASSISTANT_TURN.finditer(prompt)]
+    labels = [t if any(a <= start and end <= b for a, b in spans) else -100
+              for t, (start, end) in zip(p, enc["offset_mapping"])]
     c = tokenizer.encode(completion, add_special_tokens=False)
     if len(p) + len(c) > max_len:
         return None
-    return p + c, [-100] * len(p) + c
+    return p + c, labels + c
 
 
 def check_consistency(tokenizer, examples: list[dict]) -> None:
@@ -125,6 +153,35 @@ def check_consistency(tokenizer, examples: list[dict]) -> None:
             raise AssertionError(f"chat template and completion disagree:\n{full!r}\n{joined!r}")
 
 
+def completion_loss(model: LlamaForCausalLM, ids, att, lab):
+    """Mean next-token cross-entropy over the labelled (completion) positions.
+
+    Same value as ``model(..., labels=lab).loss``, but the tied LM head (hidden x vocabulary)
+    only runs on the positions that have a label, about a quarter of them: the prompt is
+    context only.
+    """
+    hidden = model.model(input_ids=ids, attention_mask=att).last_hidden_state[:, :-1]
+    target = lab[:, 1:]
+    keep = target != -100
+    logits = model.lm_head(hidden[keep])
+    return torch.nn.functional.cross_entropy(logits.float(), target[keep])
+
+
+def save(model: LlamaForCausalLM, tokenizer, out: Path) -> None:
+    """Write the model folder (weights, config, generation config, tokenizer), replacing its files."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        if old.is_file():
+            old.unlink()
+    model.config.eos_token_id = tokenizer.convert_tokens_to_ids(EOS)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config = GenerationConfig(
+        eos_token_id=model.config.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        do_sample=True, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=256)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out, save_jinja_files=False)
+
+
 def build_model(vocab_size: int, args) -> LlamaForCausalLM:
     """A small Llama with tied embeddings."""
     cfg = LlamaConfig(
@@ -135,19 +192,26 @@ def build_model(vocab_size: int, args) -> LlamaForCausalLM:
     return LlamaForCausalLM(cfg)
 
 
-def batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, pad_id: int, rng: random.Random):
-    """Yield padded (input_ids, attention_mask, labels) batches, grouping similar lengths."""
+def batches(encoded: list[tuple[list[int], list[int]]], batch_tokens: int, pad_id: int, rng: random.Random):
+    """Yield padded (input_ids, attention_mask, labels) batches of about ``batch_tokens`` padded
+    tokens each, grouping similar lengths (short copy drills make big batches, long
+    conversations small ones). One pass over ``encoded`` in a shuffled order."""
     order = list(range(len(encoded)))
     rng.shuffle(order)
-    chunk = batch_size * 16
+    chunk = 256
     groups = []
     for i in range(0, len(order), chunk):
         part = sorted(order[i:i + chunk], key=lambda j: len(encoded[j][0]))
-        groups += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+        group: list[int] = []
+        for j in part:
+            if group and (len(group) + 1) * len(encoded[j][0]) > batch_tokens:
+                groups.append(group)
+                group = []
+            group.append(j)
+        if group:
+            groups.append(group)
     rng.shuffle(groups)
     for g in groups:
-        if len(g) < batch_size:
-            continue
         n = max(len(encoded[j][0]) for j in g)
         ids = torch.full((len(g), n), pad_id, dtype=torch.long)
         att = torch.zeros((len(g), n), dtype=torch.long)
@@ -160,24 +224,47 @@ def batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, pad_id:
         yield ids, att, lab
 
 
+def encode_all(tokenizer, examples: list[dict], max_len: int) -> list[tuple[list[int], list[int]]]:
+    """``encode_example`` over ``examples``, dropping the ones longer than ``max_len``."""
+    return [e for e in (encode_example(tokenizer, ex, max_len) for ex in examples) if e]
+
+
+def describe(name: str, encoded: list[tuple[list[int], list[int]]]) -> str:
+    n_tok = sum(len(x) for x, _ in encoded)
+    n_lab = sum(sum(1 for t in y if t != -100) for _, y in encoded)
+    return (f"{name}: {len(encoded)} examples, {n_tok / len(encoded):.0f} tokens each on average, "
+            f"{n_lab / n_tok:.0%} of them trained")
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run the whole pipeline and save the model folder; returns a summary dict."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=2200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(HERE / "model"))
-    ap.add_argument("--batch-size", type=int, default=12)
+    ap.add_argument("--batch-tokens", type=int, default=3600,
+                    help="padded tokens per batch (about 12 conversations, 45 copy drills)")
+    ap.add_argument("--echo-steps", type=int, default=0, help="first phase: copy drills without tools only")
+    ap.add_argument("--drill-share", type=float, default=0.0,
+                    help="share of call drills (made-up values, short prompts) in the main phase")
+    ap.add_argument("--echo-share", type=float, default=0.0, help="share of copy drills in the main phase")
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--cooldown", type=int, default=400, help="steps of linear decay at the end")
+    ap.add_argument("--block", type=int, default=2048, help="examples drawn (and shuffled) together")
+    ap.add_argument("--stop-file", default=None,
+                    help="when this file appears, start the cooldown now (the log says which --steps reproduces it)")
     ap.add_argument("--vocab-size", type=int, default=2048)
-    ap.add_argument("--space-tokens", action="store_true",
-                    help="make spaces tokens of their own (see train_tokenizer)")
+    ap.add_argument("--pretokenizer", choices=PRETOKENIZERS, default="wordspace",
+                    help="where spaces go before BPE (see train_tokenizer)")
     ap.add_argument("--hidden", type=int, default=192)
     ap.add_argument("--intermediate", type=int, default=512)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--checkpoint-dir", default=None, help="also save the model here every --save-every steps")
+    ap.add_argument("--save-every", type=int, default=0)
     ap.add_argument("--log-every", type=int, default=10)
     args = ap.parse_args(argv)
 
@@ -191,21 +278,12 @@ def main(argv: list[str] | None = None) -> dict:
     bootstrap = PreTrainedTokenizerFast(tokenizer_object=_char_tokenizer())
     bootstrap.chat_template = CHAT_TEMPLATE
     texts = [prompt_text(bootstrap, ex) + completion_text(ex["target"], ex["thinking"]) for ex in tok_examples]
-    tokenizer = train_tokenizer(texts, args.vocab_size, args.space_tokens)
+    tokenizer = train_tokenizer(texts, args.vocab_size, args.pretokenizer)
     check_consistency(tokenizer, tok_examples[:300])
     t_tok = time.time() - t0
     print(f"tokenizer: vocab {len(tokenizer)} in {t_tok:.1f}s", flush=True)
 
-    # 2. training data: a fresh stream of examples, enough for every step
-    n_needed = int(args.steps * args.batch_size * 1.05) + args.batch_size * 16
-    examples = data.make_examples(n_needed, "train", args.seed)
-    encoded = [e for e in (encode_example(tokenizer, ex, args.max_len) for ex in examples) if e]
-    n_tok = sum(len(x) for x, _ in encoded)
-    n_lab = sum(sum(1 for t in y if t != -100) for _, y in encoded)
-    print(f"data: {len(encoded)} examples, {n_tok / len(encoded):.0f} tokens each on average, "
-          f"{n_lab / n_tok:.0%} of them trained, built in {time.time() - t0 - t_tok:.1f}s", flush=True)
-
-    # 3. model and optimiser
+    # 2. model and optimiser
     model = build_model(len(tokenizer), args)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters", flush=True)
@@ -213,54 +291,84 @@ def main(argv: list[str] | None = None) -> dict:
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.98), eps=1e-8)
+    total = args.steps  # the stop file may bring it forward
 
     def lr_at(step: int) -> float:
+        """Warm-up, constant, then a linear decay to 5% over the last ``cooldown`` steps: the
+        rate at a step depends only on the step and the final step count."""
         if step < args.warmup:
             return args.lr * (step + 1) / args.warmup
-        progress = (step - args.warmup) / max(1, args.steps - args.warmup)
-        return args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+        left = total - step
+        return args.lr * (0.05 + 0.95 * min(1.0, left / args.cooldown)) if args.cooldown else args.lr
 
-    rng = random.Random(args.seed)
+    # 3. training: copy drills without tools for the first ``echo_steps`` steps, then the main
+    #    mix, both streamed in blocks drawn from the seed and the block number, so that the data
+    #    a step sees does not depend on the final step count.
     model.train()
     step, t_train, losses = 0, time.time(), []
     pad_id = tokenizer.pad_token_id
-    while step < args.steps:
-        for ids, att, lab in batches(encoded, args.batch_size, pad_id, rng):
-            if step >= args.steps:
-                break
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step)
-            loss = model(input_ids=ids, attention_mask=att, labels=lab).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-            step += 1
-            if step % args.log_every == 0 or step == args.steps:
-                el = time.time() - t_train
-                print(f"step {step}/{args.steps} loss {sum(losses[-args.log_every:]) / len(losses[-args.log_every:]):.4f} "
-                      f"lr {lr_at(step - 1):.2e} {el:.0f}s ({el / step:.2f}s/step)", flush=True)
+
+    def blocks(phase: str):
+        for b in range(10**6):
+            seed = args.seed * 100_003 + b
+            if phase == "copy":
+                examples = data.make_echo_examples(args.block, seed)
+            else:
+                n_drill, n_echo = int(args.block * args.drill_share), int(args.block * args.echo_share)
+                examples = (data.make_examples(args.block - n_drill - n_echo, "train", seed)
+                            + data.make_examples(n_drill, "train", seed, drill=True)
+                            + data.make_echo_examples(n_echo, seed + 7))
+            encoded = encode_all(tokenizer, examples, args.max_len)
+            if b == 0:
+                print(describe(f"{phase} data", encoded), flush=True)
+            yield from batches(encoded, args.batch_tokens, pad_id, random.Random(seed))
+
+    def stream():
+        copy = blocks("copy")
+        while step < args.echo_steps:
+            yield next(copy)
+        yield from blocks("main")
+
+    for ids, att, lab in stream():
+        if step >= total:
+            break
+        if args.stop_file and total == args.steps and Path(args.stop_file).exists():
+            total = max(step + 1, min(total, step + args.cooldown))
+            print(f"stop file found at step {step}: finishing at step {total} (rerun with --steps {total})",
+                  flush=True)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        loss = completion_loss(model, ids, att, lab)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        step += 1
+        if args.checkpoint_dir and args.save_every and step % args.save_every == 0 and step < total:
+            save(model, tokenizer, Path(args.checkpoint_dir) / f"step{step}")
+            model.train()
+        if step % args.log_every == 0 or step == total or step == args.echo_steps:
+            el = time.time() - t_train
+            recent = losses[-args.log_every:]
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            print(f"step {step}/{total} {'copy' if step <= args.echo_steps else 'main'} "
+                  f"loss {sum(recent) / len(recent):.4f} lr {lr_at(step - 1):.2e} batch {tuple(ids.shape)} "
+                  f"{el:.0f}s ({el / step:.2f}s/step, {usage.ru_utime + usage.ru_stime:.0f} cpu-s)", flush=True)
 
     # 4. save
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.iterdir():
-        if old.is_file():
-            old.unlink()
-    model.config.eos_token_id = tokenizer.convert_tokens_to_ids(EOS)
-    model.config.pad_token_id = pad_id
-    model.generation_config = GenerationConfig(
-        eos_token_id=model.config.eos_token_id, pad_token_id=pad_id,
-        do_sample=True, temperature=0.7, top_k=0, top_p=1.0, max_new_tokens=256)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out, save_jinja_files=False)
-    total = time.time() - t0
+    save(model, tokenizer, out)
+    elapsed = time.time() - t0
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary = {
-        "seed": args.seed, "steps": args.steps, "space_tokens": args.space_tokens, "batch_size": args.batch_size, "params": n_params,
+        "seed": args.seed, "steps": step, "pretokenizer": args.pretokenizer, "batch_tokens": args.batch_tokens,
+        "echo_steps": args.echo_steps, "drill_share": args.drill_share, "echo_share": args.echo_share,
+        "lr": args.lr, "warmup": args.warmup, "cooldown": args.cooldown, "block": args.block,
+        "hidden": args.hidden, "intermediate": args.intermediate, "layers": args.layers, "heads": args.heads,
+        "params": n_params,
         "final_loss": sum(losses[-50:]) / len(losses[-50:]), "train_seconds": round(time.time() - t_train, 1),
-        "total_seconds": round(total, 1), "threads": args.threads,
+        "total_seconds": round(elapsed, 1), "threads": args.threads,
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "weights_bytes": (out / "model.safetensors").stat().st_size,
     }
