@@ -73,7 +73,8 @@ def test_plain_held_out_questions_never_trained(train_examples):
 
 def test_overlap_check_finds_leaks(train_examples, eval_examples):
     assert data.overlap_with_training(eval_examples, train_examples) == {
-        "user_messages": 0, "held_out_phrasings": 0, "eval_names": 0, "plain_questions": 0}
+        "user_messages": 0, "held_out_phrasings": 0, "eval_names": 0, "plain_questions": 0,
+        "training_examples": len(train_examples)}
     leaky = train_examples + eval_examples[:40]
     counts = data.overlap_with_training(eval_examples, leaky)
     assert counts["user_messages"] >= 40 and counts["eval_names"] > 0 and counts["held_out_phrasings"] > 0
@@ -132,8 +133,10 @@ def test_answers_state_every_value_of_the_tool_results(train_examples, eval_exam
     answers = [ex for ex in train_examples if ex["kind"] == "answer"]
     assert len(answers) > 1000
     for ex in answers:
-        results = [json.loads(m["content"]) for m in ex["messages"] if m["role"] == "tool"]
-        calls = ex["messages"][-1 - len(results)]["tool_calls"]
+        last_call = max(i for i, m in enumerate(ex["messages"]) if m.get("tool_calls"))
+        calls = ex["messages"][last_call]["tool_calls"]
+        results = [json.loads(m["content"]) for m in ex["messages"][last_call + 1:]]
+        assert len(results) == len(calls) and all(m["role"] == "tool" for m in ex["messages"][last_call + 1:])
         values = [v for c, r in zip(calls, results) for v in data.stated_values(c, r)]
         assert values and all(v in ex["target"]["content"] for v in values), ex["target"]["content"]
     for ex in eval_examples:

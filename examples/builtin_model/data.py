@@ -450,7 +450,7 @@ def _currency_pair(split: str, rng: random.Random) -> tuple[str, str]:
     if split == "train":  # made-up codes too: copy the code, do not recall it
         def code() -> str:
             c = "".join(rng.choice(_LETTERS.upper()) for _ in range(3))
-            return c if c not in _CURRENCIES_EVAL and c not in _CURRENCIES_TRAIN else code()
+            return c if c not in _CURRENCIES_TRAIN and not eval_names_in(c) else code()
 
         if rng.random() < 0.6:
             base = code()
@@ -1013,6 +1013,22 @@ def make_echo_examples(n: int, seed: int) -> list[dict]:
     return [make_echo_example(rng) for _ in range(n)]
 
 
+def training_block(phase: str, seed: int, number: int, size: int, drill_share: float = 0.0,
+                   echo_share: float = 0.0) -> list[dict]:
+    """Block ``number`` of a training run's example stream (what ``train.py`` draws).
+
+    ``phase`` ``"copy"``: ``size`` copy drills; ``"main"``: conversations with a ``drill_share``
+    of call drills and an ``echo_share`` of copy drills. Drawn from ``seed * 100_003 + number``.
+    """
+    block_seed = seed * 100_003 + number
+    if phase == "copy":
+        return make_echo_examples(size, block_seed)
+    n_drill, n_echo = int(size * drill_share), int(size * echo_share)
+    return (make_examples(size - n_drill - n_echo, "train", block_seed)
+            + make_examples(n_drill, "train", block_seed, drill=True)
+            + make_echo_examples(n_echo, block_seed + 7))
+
+
 def user_messages(examples: list[dict]) -> list[str]:
     """Every user message of ``examples`` (tool results excluded)."""
     return [m["content"] for ex in examples for m in ex["messages"] if m["role"] == "user"]
@@ -1025,21 +1041,28 @@ def phrasing_pattern(phrasing: str) -> re.Pattern:
     return re.compile("^(?:.*?)" + ".+?".join(re.escape(p) for p in parts) + "(?:.*)$", re.S)
 
 
-def overlap_with_training(eval_examples: list[dict], train_examples: list[dict]) -> dict:
+def overlap_with_training(eval_examples: list[dict], train_examples) -> dict:
     """How much of an evaluation set training has seen; every count should be 0.
 
-    Returns ``{"user_messages": n, "held_out_phrasings": n, "eval_names": n, "plain_questions": n}``:
-    evaluation user messages that occur verbatim in ``train_examples``; training user messages
-    that match a held-out phrasing; evaluation cities or currency codes anywhere in the training
-    text; held-out plain questions that training can ask.
+    ``train_examples`` is any iterable of training examples (a list, or a generator over a
+    run's blocks). Returns ``{"user_messages": n, "held_out_phrasings": n, "eval_names": n,
+    "plain_questions": n, "training_examples": n}``: evaluation user messages that occur verbatim
+    in training; training user messages that match a held-out phrasing; evaluation cities or
+    currency codes anywhere in the training text; held-out plain questions that training can
+    ask; and how many training examples were checked.
     """
-    train_users = set(user_messages(train_examples))
     patterns = [phrasing_pattern(p) for p in held_out_phrasings()]
-    text = "\n".join(json.dumps(ex, ensure_ascii=False) for ex in train_examples)
+    train_users: set[str] = set()
+    names = n = 0
+    for ex in train_examples:
+        n += 1
+        train_users.update(user_messages([ex]))
+        names += len(eval_names_in(json.dumps(ex, ensure_ascii=False)))
     plain_train = set(plain_training_questions())
     return {
         "user_messages": sum(1 for u in user_messages(eval_examples) if u in train_users),
         "held_out_phrasings": sum(1 for u in train_users if any(rx.match(u) for rx in patterns)),
-        "eval_names": len(eval_names_in(text)),
+        "eval_names": names,
         "plain_questions": sum(1 for q in plain_held_out_questions() if q in plain_train or q in train_users),
+        "training_examples": n,
     }

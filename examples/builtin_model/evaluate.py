@@ -3,8 +3,8 @@
 Held-out prompts come from ``data.make_examples(n, "eval", seed)``: real cities, search topics
 and currency codes that training never contains, phrasings and plain questions that only the
 evaluation uses, and number ranges training rarely draws. Before generating, the script checks
-that programmatically (``data.overlap_with_training`` against a training stream drawn like
-``train.py`` draws it) and records the counts, which must all be 0.
+that programmatically (``data.overlap_with_training`` against every example the logged training
+run drew, ``--train-log``) and records the counts, which must all be 0.
 
 Each prompt is rendered with the shipped chat template (thinking on or off), the model
 generates once greedily and once sampling at temperature 0.7, and each generation, decoded
@@ -54,9 +54,20 @@ for p in (str(HERE), str(ROOT)):
 import data  # noqa: E402
 
 DECODINGS = {"greedy": {"do_sample": False}, "sampled": {"do_sample": True}}
-# Training draws its conversations with data.make_examples(n, "train", seed) and seed 0 (see
-# train.py); the overlap check draws this many of them.
-OVERLAP_TRAIN_EXAMPLES = 30000
+TRAIN_LOG = HERE / "results" / "train.log"
+
+
+def training_stream(train_log: Path):
+    """Every example the logged training run drew (``data.training_block`` for each block it
+    used, as its summary line says), one at a time."""
+    summary = next((json.loads(line) for line in reversed(Path(train_log).read_text().splitlines())
+                    if line.startswith("{") and "blocks_drawn" in line), None)
+    if summary is None:
+        raise SystemExit(f"{Path(train_log).name} has no summary line with blocks_drawn")
+    for phase, count in summary["blocks_drawn"].items():
+        for b in range(count):
+            yield from data.training_block(phase, summary["seed"], b, summary["block"], summary["drill_share"],
+                                           summary["echo_share"])
 
 
 def get_parse_response():
@@ -200,14 +211,14 @@ def summarize(records: list[dict]) -> dict:
 
 
 def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_tokens: int, threads: int,
-             decodings: list[str], show: int = 3) -> dict:
+             decodings: list[str], train_log: Path = TRAIN_LOG, show: int = 3) -> dict:
     """Generate for ``n`` held-out prompts with each decoding; return metrics and records."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     examples = data.make_examples(n, "eval", seed)
-    overlap = data.overlap_with_training(examples, data.make_examples(OVERLAP_TRAIN_EXAMPLES, "train", 0))
-    if any(overlap.values()):
+    overlap = data.overlap_with_training(examples, training_stream(train_log))
+    if any(v for k, v in overlap.items() if k != "training_examples"):
         raise SystemExit(f"evaluation prompts overlap the training data: {overlap}")
 
     torch.set_num_threads(threads)
@@ -256,7 +267,7 @@ def evaluate(model_dir: str, n: int, seed: int, temperature: float, max_new_toke
         "model_dir": shown_dir, "parser": parser_name, "n_prompts": n, "seed": seed, "temperature": temperature,
         "max_new_tokens": max_new_tokens, "threads": threads,
         "prompts_by_kind": {k: sum(1 for e in examples if e["kind"] == k) for k in ("call", "answer", "plain")},
-        "overlap_with_training": dict(overlap, training_examples_checked=OVERLAP_TRAIN_EXAMPLES),
+        "overlap_with_training": overlap,
         **{d: summarize(records[d]) for d in decodings},
         "generated_tokens": gen_tokens,
         "tokens_per_second": round(gen_tokens / gen_seconds, 1),
@@ -282,11 +293,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-new-tokens", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--decodings", default="greedy,sampled", help="comma-separated: greedy, sampled")
+    ap.add_argument("--train-log", default=str(TRAIN_LOG),
+                    help="log of the run that trained the model: the overlap check reads its summary line")
     ap.add_argument("--out", default=None,
                     help="write the metrics, every failed record and the first 20 records to this JSON file")
     args = ap.parse_args(argv)
     decodings = [d for d in args.decodings.split(",") if d]
-    result = evaluate(args.model, args.n, args.seed, args.temperature, args.max_new_tokens, args.threads, decodings)
+    result = evaluate(args.model, args.n, args.seed, args.temperature, args.max_new_tokens, args.threads, decodings,
+                      Path(args.train_log))
     for d in decodings:
         for r in [r for r in result["records"][d] if _failed(r)][:6]:
             print("FAIL", d, json.dumps({k: r.get(k) for k in ("kind", "user", "generation", "error", "call_problems",
