@@ -109,3 +109,39 @@ def test_copied_values_keep_their_tokens(pretokenizer, identical):
     inside = lambda seq: any(seq[i:i + len(span)] == span for i in range(len(seq)))  # noqa: E731
     assert (inside(asked) and inside(called)) == identical
 
+
+
+def test_circuit_slices_learn_at_a_fraction_of_the_rate():
+    """AdamW's step on the circuit's slices is scaled by SlowSlices; every other weight moves as
+    without it."""
+    import copy
+
+    torch.manual_seed(0)
+    fast = train.build_model(2048, ARGS)
+    slow_model = copy.deepcopy(fast)
+    ids = _repeat_batch(n=4, half=20)
+    moved = []
+    for model, scale in ((fast, None), (slow_model, 0.1)):
+        start = {n: p.detach().clone() for n, p in model.named_parameters()}
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+        slow = train.SlowSlices(train.circuit_slices(model), scale) if scale else None
+        model(ids, labels=ids).loss.backward()
+        if slow:
+            slow.before()
+        opt.step()
+        if slow:
+            slow.after()
+        moved.append({n: p.detach() - start[n] for n, p in model.named_parameters()})
+    names = {id(p): n for n, p in slow_model.named_parameters()}
+    in_circuit = {}
+    for p, idx in train.circuit_slices(slow_model):
+        name = names[id(p)]
+        assert torch.allclose(moved[1][name][idx], 0.1 * moved[0][name][idx], atol=2e-6), name
+        assert moved[0][name][idx].abs().max() > 1e-3, name
+        mask = in_circuit.setdefault(name, torch.zeros_like(p, dtype=torch.bool))
+        mask[idx] = True
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert in_circuit[q][:32].all() and not in_circuit[q][32:].any()  # head 0 only (6 heads of 32)
+    for name, delta in moved[0].items():
+        outside = ~in_circuit.get(name, torch.zeros_like(delta, dtype=torch.bool))
+        assert torch.allclose(moved[1][name][outside], delta[outside], atol=2e-6), name

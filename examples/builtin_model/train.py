@@ -247,11 +247,39 @@ def init_induction_circuit(model: LlamaForCausalLM, seed: int = 0, prev_scale: f
         model.model.norm.weight.fill_(logit_scale)
 
 
-def circuit_parameters(model: LlamaForCausalLM) -> list:
-    """The parameters ``init_induction_circuit`` sets: the attention of layers 0 and 1 and the
-    final norm's weight."""
-    return [*model.model.layers[0].self_attn.parameters(), *model.model.layers[1].self_attn.parameters(),
-            model.model.norm.weight]
+def circuit_slices(model: LlamaForCausalLM) -> list:
+    """What ``init_induction_circuit`` sets, as (parameter, index) pairs: head 0's query, key,
+    value and output weights (and query/key biases) in layers 0 and 1, and the final norm's
+    weight. The other heads of those layers are not part of it."""
+    out = []
+    for layer in model.model.layers[:2]:
+        attn = layer.self_attn
+        rows = slice(0, attn.head_dim)
+        for proj in (attn.q_proj, attn.k_proj, attn.v_proj):
+            out.append((proj.weight, (rows,)))
+            if proj.bias is not None:
+                out.append((proj.bias, (rows,)))
+        out.append((attn.o_proj.weight, (slice(None), rows)))
+    out.append((model.model.norm.weight, (slice(None),)))
+    return out
+
+
+class SlowSlices:
+    """Scale the optimiser's updates of some parameter slices by ``scale`` (a per-slice learning
+    rate for AdamW, whose update size does not depend on the gradient's scale): ``before()``
+    remembers the slices, ``after()`` (after ``opt.step()``) keeps ``scale`` of their change."""
+
+    def __init__(self, slices: list, scale: float):
+        self.slices, self.scale, self.saved = slices, scale, []
+
+    @torch.no_grad()
+    def before(self) -> None:
+        self.saved = [p[idx].clone() for p, idx in self.slices]
+
+    @torch.no_grad()
+    def after(self) -> None:
+        for (p, idx), old in zip(self.slices, self.saved):
+            p[idx] = old + self.scale * (p[idx] - old)
 
 
 def init_previous_token_head(model: LlamaForCausalLM, layer: int, head: int, pairs: int = 4,
@@ -357,8 +385,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-induction-init", dest="induction_init", action="store_false",
                     help="start from a plain random initialisation (see init_induction_circuit)")
     ap.add_argument("--circuit-lr-scale", type=float, default=0.1,
-                    help="learning-rate factor for the attention of the first two layers and the final norm "
-                         "(the copying circuit, with --induction-init)")
+                    help="learning-rate factor for the copying circuit's weights (circuit_slices, with --induction-init)")
     ap.add_argument("--rope-theta", type=float, default=1e6)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=1,
@@ -388,14 +415,10 @@ def main(argv: list[str] | None = None) -> dict:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters", flush=True)
     # the copying circuit's weights learn more slowly: at the full rate its first steps undo it
-    slow = {id(p) for p in circuit_parameters(model)} if args.induction_init else set()
-    groups = []
-    for is_slow in (False, True):
-        for wd, keep in ((0.05, lambda p: p.dim() >= 2), (0.0, lambda p: p.dim() < 2)):
-            params = [p for p in model.parameters() if keep(p) and (id(p) in slow) == is_slow]
-            if params:
-                groups.append({"params": params, "weight_decay": wd,
-                               "lr_scale": args.circuit_lr_scale if is_slow else 1.0})
+    slow = SlowSlices(circuit_slices(model), args.circuit_lr_scale) if args.induction_init else None
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.98), eps=1e-8)
     total = args.steps  # the stop file may bring it forward
 
@@ -439,11 +462,15 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"stop file found at step {step}: finishing at step {total} (rerun with --steps {total})",
                   flush=True)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step) * g["lr_scale"]
+            g["lr"] = lr_at(step)
         loss = completion_loss(model, ids, att, lab)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if slow:
+            slow.before()
         opt.step()
+        if slow:
+            slow.after()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
         step += 1
