@@ -57,10 +57,13 @@ class Branch:
     Attributes:
         regex: the alternative compiled on its own (DOTALL), run at a match's start to see which one matched.
         decided: a complete match of it that ends before the buffer edge is final.
+        edge_final: so is one that ends at the edge: a decided branch that ends with a single character (no
+            repeat of variable length, no lookahead, so nothing read past its last character).
     """
 
     regex: object
     decided: bool
+    edge_final: bool = False
 
 
 def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
@@ -80,7 +83,8 @@ def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
         if rx.flags != compiled.flags:
             return None  # an inline global flag applies to every branch: splitting would drop it
         tree = _parse(part)
-        branches.append(Branch(rx, tree is not None and _is_decided(tree)))
+        decided = tree is not None and _is_decided(tree)
+        branches.append(Branch(rx, decided, decided and _ends_with_a_character(tree)))
     if not any(b.decided for b in branches):
         return None
     return tuple(branches)
@@ -163,6 +167,14 @@ def _is_decided(tree) -> bool:
         return True
     except _Unknown:
         return False
+
+
+def _ends_with_a_character(tree) -> bool:
+    try:
+        items = _flatten(list(tree))
+    except _Unknown:
+        return False
+    return bool(items) and items[-1][0] not in (_c.MAX_REPEAT, _c.ASSERT) and _atom(items[-1]) is not None
 
 
 def _flatten(items) -> list:

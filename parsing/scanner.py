@@ -557,9 +557,9 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
 
 def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContext, clock: SearchClock,
              base: int = 0, before: str = "", window: int | None = None) -> bool:
-    """Whether the complete match [start, stop) (ending before the buffer edge) is final (`parsing.decided`): the
-    first branch that matches at ``start`` is one whose matches the text already decides, and it gives the same
-    match; every branch before it fails there even as a partial match. A split delimiter is judged by the branches
+    """Whether the complete match [start, stop) is final (`parsing.decided`): the first branch that matches at
+    ``start`` is one whose matches the text already decides (at the buffer edge: one that reads nothing past its
+    last character), and it gives the same match; every branch before it fails there even as a partial match. A split delimiter is judged by the branches
     of the variant its lookbehind selects at ``start``."""
     branches = delim.branches
     if delim.split is not None:
@@ -571,7 +571,7 @@ def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContex
         m = clock.run(delim, "match", buf, start, ctx, partial=True, pattern=branch.regex)
         if m is None:
             continue
-        return branch.decided and not m.partial and m.end() == stop
+        return (branch.decided if stop < len(buf) else branch.edge_final) and not m.partial and m.end() == stop
     return False
 
 
@@ -580,8 +580,7 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, 
     """For a complete regex match at [start, stop) while streaming: the leftmost position from which the same
     delimiter might still match differently once more text arrives, or None if the match is final."""
     end = len(buf)
-    if stop < end and delim.branches is not None and _decided(delim, buf, start, stop, ctx, clock, base, before,
-                                                              window):
+    if delim.branches is not None and _decided(delim, buf, start, stop, ctx, clock, base, before, window):
         # No text that may follow can change this match: only an earlier attempt could still be pending.
         return _regex_pending(delim, buf, pos, start - 1, ctx, clock, base, before, window)
     if stop == end or delim.lookahead is None or stop + delim.lookahead > end:

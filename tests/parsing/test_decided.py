@@ -1,5 +1,5 @@
 """`parsing.decided`: a branch called decided never changes its match, whatever text is appended after a complete
-match that ends before the end of the text. Checked against the `regex` module itself on random and library
+match that ends before the end of the text (or at it, for a branch called edge_final). Checked against the `regex` module itself on random and library
 patterns and random continuations."""
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def check(pattern: str, text: str, more: list[str]) -> None:
             m = branch.regex.match(text, start, partial=True)
             if m is None:
                 continue
-            if branch.decided and not m.partial and m.end() < len(text):
+            final = branch.decided if m.end() < len(text) else branch.edge_final
+            if final and not m.partial:
                 before = _matches(branch.regex, text, start)
                 for tail in more:
                     assert _matches(branch.regex, text + tail, start) == before, (pattern, text, tail, start)
@@ -91,3 +92,9 @@ def test_shapes():
     assert decided(r"(?i)<a>\s*|<b>") is None  # an inline flag
     assert decided(r"<a>\s*(?!x)") is None
     assert decided(r"a\s*(?<=\s)") is None  # a lookbehind after a variable repeat
+
+    def at_edge(pattern):
+        return [b.edge_final for b in decided_branches(pattern, regex.compile(pattern, regex.DOTALL))]
+
+    assert at_edge(r"(?=>>>[\w.-]+\n)|<\|eot_id\|>") == [False, True]
+    assert at_edge(r"</think>\s*|<a>(?=x)|<b>[^>]*>") == [False, False, True]
