@@ -56,12 +56,17 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("watch", "dirty", "keep_context", "context", "history", "origin_search", "defaults",
+    __slots__ = ("watch", "dirty", "fast", "keep_context", "context", "history", "origin_search", "defaults",
                  "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
         self.dirty = {name: f.dirty for name, f in template.fields.items()}
+        # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
+        # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
+        self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
+                                                             self.dirty.get(state, False))
+                     for state, w in self.watch.items()}
         # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
         # `context`: how much consumed text the scan buffer keeps (None: all of it).
         regexes = {id(d): d for w in self.watch.values() for d in w.delimiters if d.literals is None}.values()
@@ -186,6 +191,8 @@ class ResponseParser:
         self._origin = 0
         self._state_start = 0  # stream offset where the current region (or the implicit state) began
         self._current: str | None = self._implicit
+        self._fast_states = plan.fast
+        self._fast = plan.fast[self._implicit]  # the fast path's facts for the current state
         self._opened = False
         self._captures: dict = {}
         # Body of the open region: recent chunks, plus older chunks joined into blocks of BODY_BLOCK chunks
@@ -238,11 +245,10 @@ class ResponseParser:
             return events
         buf = self._buf
         if not self._spans and (self._tail or self._pos == self._base + len(buf)):
-            watch = self._watch[self._current]
-            triggers = watch.triggers
-            if triggers is not None and (self._pos or not watch.at_start):
-                for char in triggers:
-                    if char in text and watch.finder.search(text) is not None:
+            fast = self._fast
+            if fast is not None and (self._pos or not fast[2]):
+                for char in fast[0]:
+                    if char in text and fast[1].search(text) is not None:
                         break
                 else:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
@@ -268,8 +274,7 @@ class ResponseParser:
                         if len(body) >= BODY_BLOCK:
                             self._body_blocks.append("".join(body))
                             body.clear()
-                        events.append({"type": "region_chunk", "field": current, "text": text,
-                                       "dirty": self._dirty[current]})
+                        events.append({"type": "region_chunk", "field": current, "text": text, "dirty": fast[3]})
                     return events
             if self._tail:
                 self._join_tail()
@@ -564,6 +569,7 @@ class ResponseParser:
 
     def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
         self._current = hit.delim.field
+        self._fast = self._fast_states[self._current]
         self._captures = hit.captures
         self._body = []
         self._body_blocks = []
@@ -616,6 +622,7 @@ class ResponseParser:
 
     def _reset(self) -> None:
         self._current = self._implicit
+        self._fast = self._fast_states[self._implicit]
         self._captures = {}
         self._body = []
         self._body_blocks = []
