@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from .budget import ParseContext
 from .content import parse_content
-from .errors import BudgetExceededError
+from .errors import BudgetExceededError, TemplateError
 from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
@@ -190,6 +190,10 @@ class ResponseParser:
         self._pos = 0
         self._origin = 0
         self._state_start = 0  # stream offset where the current region (or the implicit state) began
+        # Zero-width delimiters committed at one stream position with no text between them: the position, and
+        # each (state, delimiter) commit there -> its index. The same commit again there repeats forever.
+        self._still_at = -1
+        self._commits_here: dict = {}
         self._current: str | None = self._implicit
         self._fast_states = plan.fast
         self._fast = plan.fast[self._implicit]  # the fast path's facts for the current state
@@ -496,6 +500,12 @@ class ResponseParser:
                 if self._clock is not None:
                     self._clock.reset()  # a new search begins for every delimiter
                 start, end = hit.start + base, hit.end + base
+                if start == end == self._pos:
+                    if self._still_at != start:
+                        self._still_at, self._commits_here = start, {}
+                    commit = (self._current, id(hit.delim))
+                else:
+                    self._still_at = -1
                 if start > self._pos:
                     self._route(events, self._pos, start)
                 self._pos = self._origin = end
@@ -511,7 +521,14 @@ class ResponseParser:
                         self._record_delimiter(hit, start, end)
                     self._close_current(events, start, end)
                     if not had_content and start == end:
+                        self._still_at = -1  # this feed ends here: no loop (the reference stops here too)
                         break  # a zero-width close on an empty region would fire forever
+                if self._still_at == start:
+                    seen = self._commits_here
+                    if commit in seen:
+                        first = seen[commit][0]
+                        raise _loop_error([d for i, d in seen.values() if i >= first], start)
+                    seen[commit] = (len(seen), hit.delim)
                 continue
             if eos:
                 if self._pos < self._end:
@@ -672,3 +689,20 @@ def parse_response(text: str, template: Any, *, prefix: str | None = None,
     parser.feed(text)
     message, _ = parser.finalize()
     return message
+
+
+
+def _loop_error(cycle: list, position: int) -> TemplateError:
+    """The error for a template whose zero-width delimiters keep firing at one place (``(?=<b)`` as both the open
+    and the close of a field): the reference parser loops forever on such input; ours stops and names the
+    delimiters of the cycle (sorted, so a one-shot and a streamed parse, which may enter the cycle at different
+    delimiters, say the same) and points at the first."""
+    named = sorted({(d.field or "", d.kind, d.literals is None, d.source) for d in cycle})
+    field, kind, is_regex, _ = named[0]
+    key = ("start_anchor" if kind == "start_anchor" else kind) + ("_pattern" if is_regex else "")
+    path = key if kind == "start_anchor" else f"fields.{field}.{key}"
+    which = ", ".join(f"{f!r} {k} {src!r}" for f, k, _, src in named)
+    return TemplateError(
+        f"Zero-width delimiters loop at output position {position}: {which} keep firing there without consuming "
+        f"text. A delimiter pattern that can match the empty string must not be able to fire again where the "
+        f"previous one did (the reference parser never returns on this input).", path)

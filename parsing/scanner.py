@@ -263,6 +263,42 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
     return None
 
 
+# Characters appended to the buffer to see what `regex` decides at its edge as if the text ended there: a word
+# character, a non-word one, a newline (`Delimiter.edge_blind`).
+EDGE_PROBES = ("a", " ", "\n")
+
+
+def _edge_pending(delim: Delimiter, buf: str, lo: int, ctx: ParseContext, clock: SearchClock) -> int | None:
+    """For an `edge_blind <Delimiter.edge_blind>` delimiter: the leftmost position in ``[lo, len(buf))`` where a
+    match attempt, with some probe character after the buffer, reaches the edge (a partial match, or a complete
+    one whose assertions may read up to it): more text could make a match there that the plain partial search rules out.
+    None if there is none. Only ever adds a hold (the end of the stream decides with the real text)."""
+    end = len(buf)
+    pattern = delim.forward_regex if delim.reverse else (delim.attempt_regex or delim.regex)
+    if pattern is None:
+        return lo if lo < end else None
+    bounded = delim.max_width is not None and delim.lookahead is not None
+    if bounded:
+        lo = max(lo, end - delim.max_width - delim.lookahead)
+    # A complete match counts when its assertions may have read up to the edge (``$`` before a final newline).
+    reads_to = end if delim.lookahead is None else end - delim.lookahead
+    found = None
+    for probe in EDGE_PROBES:
+        text = buf + probe
+        stop = end if found is None else found
+        if bounded:
+            for p in range(lo, stop):
+                m = clock.run(delim, "match", text, p, ctx, partial=True, pattern=pattern)
+                if m is not None and (m.partial or m.end() >= reads_to):
+                    found = p
+                    break
+        elif lo < stop:
+            m = clock.run(delim, "search", text, lo, ctx, partial=True, pattern=pattern)
+            if m is not None and m.start() < stop and (m.partial or m.end() >= reads_to):
+                found = m.start()
+    return found
+
+
 def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext, clock: SearchClock,
              window: int | None = None):
     """For a split delimiter (`Delimiter.split`): the variant of its pattern to run at ``at``.
@@ -374,6 +410,10 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                             deferred = (at, delim)
                         continue
                 start_at = at
+            if delim.edge_blind and not eos:
+                edge = _edge_pending(delim, buf, start_at, ctx, clock)
+                if edge is not None:
+                    hold = min(hold, edge)
             if eos:
                 match = _search(delim, buf, start_at, False, ctx, clock, base=base, before=before, window=window)
                 if match is None:

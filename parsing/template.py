@@ -106,6 +106,10 @@ class Delimiter:
             (`parsing.decided.decided_branches`). For a split delimiter: ``()`` when
             one of its variants has such branches (``split_branches``: those of
             ``when_true`` and ``when_false``, or None each).
+        edge_blind: the pattern has an assertion that `regex`'s partial matching decides at the end of the text
+            as if the stream ended there (``\\b``, ``\\B``, ``\\m``, a negated ``$``/``\\Z``): while streaming,
+            the scanner also tries the text with probe characters appended (`parsing.scanner`) to find attempts
+            that more text could still complete.
     """
 
     field: str | None
@@ -132,6 +136,7 @@ class Delimiter:
     split_lookbehind: int = 0
     branches: tuple | None = None
     split_branches: tuple | None = None
+    edge_blind: bool = False
 
     @property
     def is_literal(self) -> bool:
@@ -248,6 +253,11 @@ def _join_path(*parts: str) -> str:
 # `\K` / `\G` as regex escapes (preceded by an even number of backslashes).
 _ESCAPE_K = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\K")
 _ESCAPE_G = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\G")
+# Assertions that `regex`'s partial matching decides at the end of the text as if the text ended there, so an
+# attempt they fail at the buffer edge is reported as neither a match nor a partial match although more text
+# could make it one: a word boundary after a non-word character (``.\b``), a non-boundary after a word
+# character (``a\Ba``), a start of word (``\m``), a negated end of text (``(?!$)``, ``(?!\Z)``).
+_EDGE_BLIND = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\[bBm]|\(\?!.*(?:\$|\\[Zz])", _stdlib_re.DOTALL)
 # An inline flag group that sets REVERSE: `(?r)`, `(?ri)`, `(?r:...)`.
 _REVERSE_FLAG = _stdlib_re.compile(r"(?<!\\)((?:\\\\)*\(\?)([a-zA-Z0-9]*)r([a-zA-Z0-9-]*[:)])")
 # The body of a fuzzy constraint `{...}` (`e`, `i<=2`, `1<=e<=3`, `2i+2d+1s<=4`, `e<=1:[a-z]`), read loosely:
@@ -545,7 +555,8 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                          unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
                          prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
                          min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
-                         branches=branches, split_branches=split_branches)
+                         branches=branches, split_branches=split_branches,
+                         edge_blind=bool(_EDGE_BLIND.search(source)))
     return None
 
 
