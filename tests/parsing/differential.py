@@ -283,3 +283,27 @@ def format_report(report: Report, limit: int = 6, width: int = 900) -> str:
     if len(report.mismatches) > limit:
         lines.append(f"  ... and {len(report.mismatches) - limit} more")
     return "\n".join(lines)
+
+
+class Hangs(Exception):
+    """Raised by SIGALRM in a parse that runs past its time (the reference's loop is Python code, so it stops)."""
+
+
+def run_with_alarm(fn, seconds: float = 5.0):
+    """``fn()`` (an `Outcome`), or the string "hangs" when it runs past ``seconds`` of wall time (main thread only).
+    For templates the reference never returns on (zero-width delimiters that keep firing at one place)."""
+    import signal
+
+    def ring(*_):
+        raise Hangs
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        out = fn()
+    except Hangs:
+        return "hangs"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return "hangs" if isinstance(getattr(out, "error", None), Hangs) else out

@@ -168,39 +168,16 @@ LOOPS = [
 ]
 
 
-class Hangs(Exception):
-    """Raised by SIGALRM in a parse that runs past its time (the reference's loop is Python code)."""
-
-
-def _run_with_alarm(fn, seconds=5.0):
-    """``fn()`` (an `Outcome`), or "hangs" when it runs past ``seconds``."""
-    import signal
-
-    def ring(*_):
-        raise Hangs
-
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        out = fn()
-    except Hangs:
-        return "hangs"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    return "hangs" if isinstance(out.error, Hangs) else out
-
-
 @pytest.mark.parametrize("fields,output,loops", LOOPS)
 def test_zero_width_loops_stop_with_a_template_error(fields, output, loops):
     from parsing import TemplateError
 
     template = {"start_anchor": ANCHOR, "fields": fields}
-    reference = _run_with_alarm(lambda: d.run_oneshot(d.ref, template, ANCHOR, output))
+    reference = d.run_with_alarm(lambda: d.run_oneshot(d.ref, template, ANCHOR, output))
     assert (reference == "hangs") == loops
     first = None
     for chunks in [[output]] + list(_every_chunking(output)):
-        got = _run_with_alarm(lambda: d.run_stream(d.ours, template, ANCHOR, chunks))
+        got = d.run_with_alarm(lambda: d.run_stream(d.ours, template, ANCHOR, chunks))
         assert got != "hangs", chunks
         if loops:
             assert isinstance(got.error, TemplateError), (chunks, got)
