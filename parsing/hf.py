@@ -19,6 +19,12 @@ from .template import load_template
 #: `ResponseParser` options the tokenizer helpers pass through (transformers' methods take none of them).
 PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget")
 PARSER_OPTIONS = ("spans",) + PARSE_OPTIONS
+#: ``tokenizer_config.json`` keys that describe how *this machine* loaded the tokenizer, not the tokenizer:
+#: transformers records ``from_pretrained`` loading options (``is_local``, ``local_files_only`` when it runs
+#: offline, a cache folder, a token) and writes them back on ``save_pretrained``. An exported folder is what its
+#: author uploads, so `save_template_to_tokenizer` leaves them out.
+LOADING_KEYS = ("is_local", "local_files_only", "cache_dir", "token", "use_auth_token", "proxies",
+                "force_download", "resume_download", "_commit_hash")
 
 
 def _pick_template(caller: str, given: Any, alias: Any, given_name: str) -> Any:
@@ -145,7 +151,9 @@ def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | o
     """Save a copy of ``tokenizer`` with ``template`` as its ``response_template``, then verify by reloading.
 
     The template is validated first; the tokenizer passed in is not modified (a deep copy is saved).
-    ``save_pretrained`` writes the template under the key ``response_template`` in ``tokenizer_config.json``.
+    ``save_pretrained`` writes the template under the key ``response_template`` in ``tokenizer_config.json``;
+    the loading options transformers records there (`LOADING_KEYS`: ``is_local``, ``local_files_only``, ...) are
+    left out, so the folder holds what an author uploads and nothing of this machine.
 
     Returns:
         The template as read back by ``AutoTokenizer.from_pretrained(directory)``.
@@ -160,6 +168,7 @@ def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | o
     saved = copy.deepcopy(tokenizer)
     saved.response_template = spec
     saved.save_pretrained(str(directory))
+    _drop_loading_keys(directory)
     from transformers import AutoTokenizer
 
     reloaded = AutoTokenizer.from_pretrained(str(directory))
@@ -167,6 +176,17 @@ def save_template_to_tokenizer(tokenizer: Any, template: Any, directory: str | o
     if back != spec:
         raise RoundTripError(spec, back, directory)
     return back
+
+
+def _drop_loading_keys(directory: str | os.PathLike) -> None:
+    """Remove `LOADING_KEYS` from the saved ``tokenizer_config.json`` (rewritten only when one is there)."""
+    path = os.path.join(directory, "tokenizer_config.json")
+    with open(path, encoding="utf-8") as fh:
+        config = json.load(fh)
+    if any(k in config for k in LOADING_KEYS):
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({k: v for k, v in config.items() if k not in LOADING_KEYS}, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
 
 
 def load_template_from_pretrained(directory: str | os.PathLike) -> dict | None:

@@ -243,10 +243,15 @@ def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:
     def on_use(drafted: str):
         if not (drafted or "").strip():
             return gr.skip(), _note("Draft first.", "error")
-        return drafted, _note("The draft is in the editor.", "ok")
+        if ctx.template_offer is None:
+            return drafted, _note("The draft is in the editor.", "ok")
+        offer = {"text": drafted, "kind": "draft", "name": "", "label": "the drafted template"}
+        return offer, _note("The draft goes in the editor (if you have edits there, the page asks first).", "ok")
 
     parts.open_btn.click(on_open, [ctx.model_box], [parts.panel, parts.chat_template, state_special, parts.note])
     parts.run_btn.click(on_draft, [parts.chat_template, state_special],
                         [parts.note, parts.report, parts.drafted, parts.use_btn])
-    parts.use_btn.click(on_use, [parts.drafted], [ctx.template, parts.note])
+    use = parts.use_btn.click(on_use, [parts.drafted], [ctx.template_offer or ctx.template, parts.note])
+    if ctx.after_offer is not None:
+        ctx.after_offer(use)  # the page offers it to the editor: applied, or a confirmation when edits would go
     parts.close_btn.click(lambda: gr.update(visible=False), None, [parts.panel])

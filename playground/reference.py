@@ -72,15 +72,18 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
                     budget: float = REFERENCE_BUDGET_S, cancel: threading.Event | None = None) -> dict:
     """Compare our parse of ``run`` with the installed transformers parser fed the same chunks.
 
-    Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None,
-    "differences": [str, ...], "skipped": str | None}``; never raises.  The reference runs in a worker
+    Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None, "ours_error": str | None,
+    "differences": [str, ...], "skipped": str | None}``; never raises. When both parsers report an error,
+    ``agree`` is True (they agree) and both errors are in the result: agreeing on an error is no success, and the
+    page shows it neutrally.  The reference runs in a worker
     process for at most ``budget`` seconds (its worker is killed past it, or when ``cancel`` is set); then, or
     when our own parse hit a pattern timeout or the request's time budget, the check is skipped (``skipped``
     says why, ``agree`` is False, no differences).  Events are compared in `parsing.streams.merged_events`
     form (adjacent chunks of a region joined).
     """
     text = template_text if template_text is not None else run.template_text
-    result = {"agree": False, "ref_message": None, "ref_error": None, "differences": [], "skipped": None}
+    result = {"agree": False, "ref_message": None, "ref_error": None, "ours_error": None, "differences": [],
+              "skipped": None}
     if any(e.get("timeout") for e in view.errors):
         result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
                              "time limit, so the transformers parser was not run")
@@ -115,6 +118,7 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
         result["ref_error"] = describe_error(e)
     diffs = result["differences"]
     ours_err = [e["message"] for e in view.errors]
+    result["ours_error"] = "; ".join(ours_err) or None
     if result["ref_error"] or ours_err:
         if not (result["ref_error"] and ours_err):
             diffs.append(f"reference error: {result['ref_error'] or 'none'}; ours: {'; '.join(ours_err) or 'none'}")

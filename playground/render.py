@@ -1,22 +1,28 @@
 """Pure rendering functions: parse views -> HTML strings and chat messages.
 
-No Gradio here.  Every piece of user or model text goes through
-``html.escape``; the timeline is one string whose DOM size is bounded by
-merging runs of characters with identical styling and by windowing long
-streams to ``max_chars`` characters (with a note saying so).
+No Gradio here.  Every piece of user or model text goes through `escape`; the timeline is one string whose DOM
+size is bounded by merging runs of characters with identical styling and by windowing long streams to
+``max_chars`` characters (with a note saying so).  Colours are never written into the HTML: elements carry
+classes (a field's colour class from `field_class`, ``b``/``d``/``dirty``/...), and `playground.theme.CSS` maps
+them to colours from Gradio's theme variables, so every view follows the light or dark scheme.
 """
 
 from __future__ import annotations
 
 import bisect
+import colorsys
 import hashlib
 import html
 import json
 from typing import Any
 
-from .session import ParseView, PartialMessage
+from parsing import locate_json_path
+from parsing.doctor.schema import wrong_types
 
-# Well-known fields get fixed colours; others a stable hash-derived one.
+from .icons import icon
+from .session import ParseView, PartialMessage, field_name_hints
+
+# Well-known fields get fixed colours; others a stable hash-derived one from the palette.
 _FIXED = {
     "reasoning_content": "#8b5cf6",
     "content": "#16a34a",
@@ -24,48 +30,71 @@ _FIXED = {
     "role": "#0891b2",
 }
 _PALETTE = ["#2563eb", "#db2777", "#ca8a04", "#0d9488", "#9333ea", "#dc2626", "#4f46e5", "#65a30d"]
+_NO_FIELD = "#9ca3af"
 
 TIMELINE_MAX_CHARS = 6000
 EVENT_ROWS = 300
 
-CSS = """
-#timeline .tl{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;white-space:pre-wrap;
- word-break:break-all;line-height:1.9;max-height:460px;overflow:auto;padding:6px;border:1px solid #ddd;border-radius:6px;color:#111;background:#fff}
-#timeline .tl span,.evlog td.t{unicode-bidi:isolate}
-#timeline .tl span.b{background:color-mix(in srgb,var(--c) 20%,transparent);border-bottom:2px solid var(--c)}
-#timeline .tl span.d{background:var(--c);color:#fff;border-radius:4px;padding:0 1px;font-weight:600}
-#timeline .tl span.x{color:#888;text-decoration:line-through}
-#timeline .tl span.p{font-style:italic;opacity:.7;outline:1px dashed #999}
-#timeline .tl span.dirty{background-image:repeating-linear-gradient(135deg,transparent 0 5px,rgba(0,0,0,.13) 5px 7px)}
-#timeline .tl span.cs{box-shadow:inset 1px 0 0 rgba(0,0,0,.55)}
-#timeline .tl span.odd{border-bottom-style:dotted}
-#timeline .tl span.h{outline:2px dotted #d97706;background:#fef3c7;color:#92400e}
-#timeline .tl span.u{color:#6b7280}
-#timeline .tl span.e{text-decoration:underline wavy #dc2626;background:#fee2e2}
-.tl-note{font-size:12px;color:#555;margin:2px 0}
-.tl-err{color:#991b1b;background:#fee2e2;border:1px solid #fca5a5;border-radius:6px;padding:4px 8px;margin:4px 0;font-size:13px}
-.legend span.sw{display:inline-block;margin:2px 6px 2px 0;padding:0 6px;border-radius:4px;font-size:12px}
-.evlog{max-height:380px;overflow:auto}
-.evlog table{font-size:12px;border-collapse:collapse;width:100%}
-.evlog td,.evlog th{border-bottom:1px solid #eee;padding:1px 4px;text-align:left;vertical-align:top;font-family:ui-monospace,monospace}
-.evlog td.t{max-width:520px;white-space:pre-wrap;word-break:break-all}
-.badge-ok{color:#065f46;background:#d1fae5;border-radius:6px;padding:4px 8px;display:inline-block}
-.badge-skip{color:#92400e;background:#fef3c7;border-radius:6px;padding:4px 8px;display:inline-block}
-.badge-bad{color:#991b1b;background:#fee2e2;border-radius:6px;padding:4px 8px}
-.tpl-ok{color:#065f46}.tpl-bad{color:#991b1b;background:#fee2e2;border-radius:6px;padding:4px 8px}
-.tpl-bad pre{margin:4px 0;background:#fff;padding:4px}
-.tpl-bad mark{background:#fecaca}
-"""
-
 
 def field_color(name: str | None) -> str:
-    """Stable CSS colour (``#rrggbb``) for a field name; grey for None."""
+    """Stable base colour (``#rrggbb``) for a field name; grey for None."""
     if name is None:
-        return "#9ca3af"
+        return _NO_FIELD
     if name in _FIXED:
         return _FIXED[name]
     h = int(hashlib.md5(name.encode("utf-8")).hexdigest(), 16)
     return _PALETTE[h % len(_PALETTE)]
+
+
+def field_class(name: str | None) -> str:
+    """The CSS class that colours a field's elements (``fk-content``, ``fk-p3``, ``fk-none``): one per colour of
+    `field_color`, so a field keeps its colour in every view."""
+    if name is None:
+        return "fk-none"
+    if name in _FIXED:
+        return f"fk-{name.replace('_', '-')}"
+    return f"fk-p{_PALETTE.index(field_color(name))}"
+
+
+def _luminance(hex_color: str) -> float:
+    def f(v: float) -> float:
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two ``#rrggbb`` colours (1 to 21)."""
+    x, y = _luminance(a), _luminance(b)
+    return (max(x, y) + 0.05) / (min(x, y) + 0.05)
+
+
+def _shade(hex_color: str, against: str, target: float, darker: bool) -> str:
+    """``hex_color`` with its lightness moved (same hue and saturation) until its contrast with ``against``
+    reaches ``target``."""
+    r, g, b = (int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    h, light, sat = colorsys.rgb_to_hls(r, g, b)
+    out = hex_color
+    for _ in range(100):
+        out = "#" + "".join(f"{round(v * 255):02x}" for v in colorsys.hls_to_rgb(h, light, sat))
+        if contrast(out, against) >= target:
+            break
+        light = max(0.0, light - 0.01) if darker else min(1.0, light + 0.01)
+    return out
+
+
+INK_LIGHT = "#ffffff"  # text on a field's strong shade (light scheme)
+INK_DARK = "#111827"  # text on a field's light shade (dark scheme)
+
+
+def field_palette() -> dict[str, tuple[str, str, str]]:
+    """Every field colour class -> ``(base, strong, light)``: ``strong`` carries white text (light scheme) and
+    ``light`` dark text (dark scheme) at WCAG AA contrast with room to spare (5:1; 7:1 in the dark)."""
+    bases = {field_class(name): c for name, c in _FIXED.items()}
+    bases.update({f"fk-p{i}": c for i, c in enumerate(_PALETTE)})
+    bases["fk-none"] = _NO_FIELD
+    return {cls: (c, _shade(c, INK_LIGHT, 5.2, True), _shade(c, INK_DARK, 7.5, False)) for cls, c in bases.items()}
 
 
 # Bidi controls (embeddings/overrides U+202A-U+202E, isolates U+2066-U+2069, marks U+200E/U+200F and
@@ -85,6 +114,17 @@ def escape(s: Any) -> str:
     """The playground's one escaping rule for text put into HTML: ``str(s)`` with bidi controls made visible
     (`show_bidi`) and ``& < > " '`` escaped, so neither markup nor direction overrides reach the page."""
     return html.escape(show_bidi(str(s)), quote=True)
+
+
+_WHITESPACE_MARKS = {"\n": "↵", "\t": "⇥", "\r": "␍", " ": "␠"}
+
+
+def visible_whitespace(s: str) -> str:
+    """``s`` for a one-line cell: newlines, tabs and carriage returns as ``↵ ⇥ ␍`` (never a line break), and
+    spaces as ``␠`` when ``s`` is nothing but whitespace (a blank cell would hide it)."""
+    if s.strip() == "" and s:
+        return "".join(_WHITESPACE_MARKS.get(c, c) for c in s)
+    return s.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥")
 
 
 def _clip(s: str, n: int = 200) -> str:
@@ -160,14 +200,18 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
     out: list[str] = []
     prev_key = None
     buf: list[str] = []
+    buf_start = a
 
     def flush():
         if buf and prev_key is not None:
             cls, fld, title = prev_key
-            style = f' style="--c:{field_color(fld)}"' if fld is not None else ""
+            if fld is not None:
+                cls = f"{cls} {field_class(fld)}"
             data = f' data-f="{escape(fld)}"' if fld is not None else ""
             tip = f' title="{escape(title)}"' if titles else ""
-            out.append(f'<span class="{cls}"{data}{style}{tip}>{escape("".join(buf))}</span>')
+            piece = "".join(buf)
+            out.append(f'<span class="{cls}"{data} data-s="{buf_start}" data-e="{buf_start + len(piece)}"{tip}>'
+                       f'{escape(piece)}</span>')
 
     for x, y in zip(points, points[1:]):
         if y <= x:
@@ -218,12 +262,14 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
         if key != prev_key or "cs" in classes:
             flush()
             buf = []
+            buf_start = x
             prev_key = key
         buf.append(text[x:y])
     flush()
     parts = []
     for er in view.errors:
-        parts.append(f'<div class="tl-err">⚠ {escape(_clip(er["message"], 600))} '
+        parts.append(f'<div class="tl-err" data-s="{er["start"]}" data-e="{er["end"]}">{icon("warning")} '
+                     f'{escape(_clip(er["message"], 600))} '
                      f'<span class="tl-note">(characters {er["start"]}–{er["end"]})</span></div>')
     if (a, b) != (0, n):
         parts.append(f'<div class="tl-note">Showing characters {a}–{b} of {n}; the rest is not drawn '
@@ -232,41 +278,45 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
         parts.append(f'<div class="tl-note">{len(view.dropped_prefix)} prompt characters before the start '
                      f'anchor are not parsed and not shown.</div>')
     status = "final" if view.final else "streaming"
-    parts.append(f'<div class="tl" data-status="{status}" data-len="{n}">{"".join(out)}</div>')
+    parts.append(f'<div class="tl tlv" data-status="{status}" data-len="{n}" data-from="{a}">{"".join(out)}</div>')
     return "".join(parts)
 
 
 def legend_html(field_names: list[str]) -> str:
-    """Legend: one swatch per field (stable colours) plus the timeline markers."""
-    sw = [f'<span class="sw" style="background:{field_color(f)};color:#fff">{escape(f)}</span>' for f in field_names]
-    marks = ('<span class="sw" style="outline:1px dashed #999;font-style:italic">prefix</span>'
-             '<span class="sw" style="background-image:repeating-linear-gradient(135deg,transparent 0 5px,'
-             'rgba(0,0,0,.13) 5px 7px)">dirty</span>'
-             '<span class="sw" style="outline:2px dotted #d97706;background:#fef3c7">held back</span>'
-             '<span class="sw" style="color:#888;text-decoration:line-through">discarded</span>'
-             '<span class="sw" style="text-decoration:underline wavy #dc2626">error</span>'
-             '<span class="sw" style="box-shadow:inset 1px 0 0 #000">| chunk start</span>')
-    return f'<div class="legend">{"".join(sw)} {marks}</div>'
+    """Legend: one swatch per field (its colour class; ``data-f`` for hover highlighting) plus the timeline's
+    markers drawn with the timeline's own classes."""
+    sw = [f'<span class="sw fsw {field_class(f)}" data-f="{escape(f)}" tabindex="0">{escape(f)}</span>'
+          for f in field_names]
+    marks = ('<span class="sw b p">prefix</span><span class="sw b dirty">dirty</span>'
+             '<span class="sw h">held back</span><span class="sw x">discarded</span>'
+             '<span class="sw b e">error</span><span class="sw cs">chunk start</span>')
+    return f'<div class="legend tlv">{"".join(sw)} <span class="marks">{marks}</span></div>'
 
 
 def events_html(events: list[dict], limit: int = EVENT_ROWS) -> str:
-    """Event log table (index, phase, type, field, text or value, dirty); the last ``limit`` rows."""
+    """Event log table (index, phase, type, field, text or value, dirty); the last ``limit`` rows.
+
+    Rows carry ``data-f``, ``data-s`` and ``data-e`` (the event's span) so the page can point the timeline at
+    them; chunk text shows whitespace as visible marks (`visible_whitespace`)."""
     rows = []
     shown = events[-limit:] if len(events) > limit else events
     for ev in shown:
         t = ev.get("type", "")
         if t == "region_chunk":
-            body = ev.get("text", "")
+            body = visible_whitespace(ev.get("text", ""))
         elif t == "region_close":
             body = json.dumps(ev.get("value"), ensure_ascii=False, default=str)
         elif t == "region_error":
-            body = f"{ev.get('message')} (raw: {ev.get('raw', '')!r})"
+            body = visible_whitespace(f"{ev.get('message')} (raw: {ev.get('raw', '')!r})")
         else:
             body = ""
         dirty = "" if "dirty" not in ev else ("dirty" if ev["dirty"] else "clean")
-        rows.append(f'<tr class="ev-{escape(t)}"><td>{ev.get("index", "")}</td><td>{escape(ev.get("phase", ""))}</td>'
-                    f'<td>{escape(t)}</td><td style="color:{field_color(ev.get("field"))}">{escape(ev.get("field", ""))}'
-                    f'</td><td class="t">{escape(_clip(body, 300))}</td><td>{dirty}</td></tr>')
+        f = ev.get("field")
+        span = f' data-s="{ev["start"]}" data-e="{ev.get("end", ev["start"])}"' if "start" in ev else ""
+        rows.append(f'<tr class="ev-{escape(t)}" data-f="{escape(f or "")}"{span}><td>{ev.get("index", "")}</td>'
+                    f'<td>{escape(ev.get("phase", ""))}</td><td>{escape(t)}</td>'
+                    f'<td class="fcol {field_class(f)}">{escape(f or "")}</td>'
+                    f'<td class="t">{escape(_clip(body, 300))}</td><td>{dirty}</td></tr>')
     note = ""
     if len(events) > limit:
         note = f'<div class="tl-note">Showing the last {limit} of {len(events)} events.</div>'
@@ -335,7 +385,7 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
     reasoning = message.get("reasoning_content")
     if reasoning:
         out.append({"role": "assistant", "content": md_text(reasoning),
-                    "metadata": {"title": "💭 Reasoning", "status": "pending" if streaming and not message.get("content") else "done"}})
+                    "metadata": {"title": "Reasoning", "status": "pending" if streaming and not message.get("content") else "done"}})
     calls = message.get("tool_calls")
     if calls and isinstance(calls, (list, dict, str)):
         for call in calls if isinstance(calls, list) else [calls]:
@@ -344,7 +394,7 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
             args = fn.get("arguments") if isinstance(fn, dict) else call
             body = json.dumps(args if args is not None else call, ensure_ascii=False, indent=2, default=str)
             out.append({"role": "assistant", "content": md_code(body, "json"),
-                        "metadata": {"title": f"🔧 Tool call: {md_text(name)}"}})
+                        "metadata": {"title": f"Tool call: {md_text(name)}"}})
     for k, v in message.items():
         if k in ("role", "content", "reasoning_content", "tool_calls", "_streaming"):
             continue
@@ -360,25 +410,79 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
     return out
 
 
-def check_html(check: dict | None) -> str:
-    """Badge when our parse agrees with the transformers reference, a note when the check was
-    skipped (time budget), else the differences."""
+def check_html(check: dict | None, view: ParseView | None = None) -> str:
+    """The side-by-side check as a badge: agreement (a success), both parsers failing (neutral, with both
+    errors: agreeing on an error is no success), the check skipped (why), or the differences."""
     if not check:
         return ""
     if check.get("skipped"):
-        return f'<span class="badge-skip" id="check-skipped">{escape(check["skipped"])}</span>'
+        return f'<span class="badge badge-skip" id="check-skipped">{icon("skip")} {escape(check["skipped"])}</span>'
+    ours = check.get("ours_error") or "; ".join(e["message"] for e in (view.errors if view is not None else []))
+    if check.get("agree") and check.get("ref_error"):
+        return (f'<div class="badge badge-neutral" id="both-error">{icon("neutral")} Both parsers report an error '
+                f'on this run (not a success):<div class="both"><b>ours</b>: {escape(_clip(ours or "an error", 600))}'
+                f'</div><div class="both"><b>transformers</b>: {escape(_clip(check["ref_error"], 600))}</div></div>')
     if check.get("agree"):
-        extra = " (both report an error)" if check.get("ref_error") else ""
-        return f'<span class="badge-ok" id="agree-badge">✓ agrees with transformers parser{extra}</span>'
+        return f'<span class="badge badge-ok" id="agree-badge">{icon("ok")} agrees with the transformers parser</span>'
     diffs = "\n".join(check.get("differences", []))
-    return (f'<div class="badge-bad" id="disagree">✗ differs from the transformers parser'
-            f'<pre style="white-space:pre-wrap">{escape(diffs)}</pre></div>')
+    return (f'<div class="badge badge-bad" id="disagree">{icon("error")} differs from the transformers parser'
+            f'<pre>{escape(diffs)}</pre></div>')
 
 
-def template_status_html(problem=None, text: str = "", ok_note: str = "") -> str:
-    """Validation result for the editor: OK, or the fault with JSON path, line and the offending line shown."""
+def status_html(text: str, kind: str = "info") -> str:
+    """The status line: ``text`` with an icon for ``kind`` ("info", "ok" or "error")."""
+    if not text:
+        return '<div class="status status-info"></div>'
+    name = {"ok": "ok", "error": "error"}.get(kind, "info")
+    return f'<div class="status status-{escape(kind)}">{icon(name)} <span>{escape(text)}</span></div>'
+
+
+def confirm_html(label: str, current: str) -> str:
+    """The question of the confirmation bar: replace the editor's edits of ``current`` with ``label``?"""
+    return (f'<div class="confirm-q">{icon("warning")} The editor holds edits of {escape(current)}. Replace them '
+            f'with {escape(label)}? Your edits are lost unless you keep them.</div>')
+
+
+def history_to_chat(history: list[dict], turn_chars: int = 20000) -> list[dict]:
+    """Chat history (apply_chat_template format) -> chatbot bubbles (parsed assistant turns rendered, strings
+    cut to ``turn_chars`` characters; the message JSON keeps everything)."""
+    out: list[dict] = []
+    for m in history:
+        role = m.get("role")
+        if role == "user":
+            out.append({"role": "user", "content": md_text(m.get("content", ""))})
+        elif role == "assistant":
+            shown = {k: v for k, v in m.items() if k != "_raw"}
+            out += assistant_turn(clip_strings(shown, turn_chars, tail=False))
+        elif role == "tool":
+            out.append({"role": "user", "content": md_code(str(m.get("content", ""))),
+                        "metadata": {"title": "Tool result"}})
+    return out
+
+
+def template_status_html(problem=None, text: str = "", ok_note: str = "", *, origin: str | None = None,
+                         edited: bool = False, hints: list[str] | None = None) -> str:
+    """The editor's status: where the template came from (``origin``, and whether it is ``edited``), then valid
+    (with every value of the wrong JSON type flagged, its line marked in the editor, and ``hints``), or the
+    fault with JSON path, line and the offending line shown (and marked in the editor)."""
+    src = ""
+    if origin:
+        src = (f'<div class="tpl-source">Template: {escape(origin)}'
+               f'{" · <b>edited</b>" if edited else ""}</div>')
     if problem is None:
-        return f'<div class="tpl-ok" id="tpl-ok">✓ template valid{escape(ok_note)}</div>'
+        marks, warns = [], []
+        for w in wrong_types(text) if text else []:
+            line, _ = _locate(text, w.path)
+            warns.append(f'<div class="tpl-warn" data-path="{escape(w.path)}" data-line="{line or ""}">'
+                         f'{icon("warning")} {escape(w.message)}</div>')
+            if line:
+                marks.append(f"#template .cm-content > .cm-line:nth-child({int(line)})")
+        style = (f"<style>{','.join(marks)}{{background:var(--tpl-warn-line)}}</style>" if marks else "")
+        if hints is None:
+            hints = field_name_hints(text) if text else []
+        extra = "".join(f" · {h}" for h in hints)
+        return (f'{src}<div class="tpl-ok" id="tpl-ok">{icon("ok")} template valid{escape(ok_note)}'
+                f'{escape(extra)}</div>{"".join(warns)}{style}')
     where = []
     if getattr(problem, "path", ""):
         where.append(f"at <code>{escape(problem.path)}</code>")
@@ -395,7 +499,15 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "") -> str
         snippet = "<pre>" + "\n".join(rows) + "</pre>"
     # mark the line in the editor itself (CodeMirror draws one .cm-line per line; the rule goes away
     # with this message once the template is valid again)
-    mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:#fecaca;"
-            f"outline:1px solid #dc2626}}</style>") if line else ""
-    return (f'<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" data-path="{escape(getattr(problem, "path", ""))}">'
-            f'✗ {escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')
+    mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:var(--tpl-bad-line);"
+            f"outline:1px solid var(--tpl-bad-border)}}</style>") if line else ""
+    return (f'{src}<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" '
+            f'data-path="{escape(getattr(problem, "path", ""))}">{icon("error")} '
+            f'{escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')
+
+
+def _locate(text: str, path: str) -> tuple[int | None, int | None]:
+    try:
+        return locate_json_path(text, path)
+    except Exception:  # noqa: BLE001 - a best-effort pointer; the message names the path anyway
+        return None, None

@@ -1,4 +1,4 @@
-"""Per-session state and the recorded Run; free of UI types.
+"""The recorded Run and its parse; free of UI types (the session state machine is `playground.state`).
 
 A :class:`Run` is the one record everything derives from: the prompt prefix,
 the generated text as the chunks it arrived in, the template text and the
@@ -10,7 +10,6 @@ transformers reference.
 
 from __future__ import annotations
 
-import copy
 import json
 from array import array
 from dataclasses import dataclass, field
@@ -404,53 +403,11 @@ def _starts_follow(starts, chunks: ChunkedText, base: int) -> bool:
     return starts[0] == base and list(starts)[1:] == [base + end for end in list(chunks.ends)[:-1]]
 
 
-@dataclass
-class Session:
-    """Per-browser-session data (deep-copied by gr.State for each visitor).
-
-    ``history``: chat messages as passed to ``apply_chat_template``.
-    ``run`` / ``view``: the current Run and its latest parse.  ``template_text``:
-    the editor's content.  ``model_id``: the model this session chose.
-    ``pending_tool_calls``: tool calls of the last assistant turn awaiting results.
-    """
-
-    history: list = field(default_factory=list)
-    run: Run | None = None
-    view: ParseView | None = None
-    check: dict | None = None
-    template_text: str = field(default_factory=lambda: template_to_text(SKELETON_TEMPLATE))
-    model_id: str | None = None
-    pending_tool_calls: list = field(default_factory=list)
-    note: str | None = None  # why the run is gone, when it was dropped for memory
-
-    def keep(self, run: Run | None, view: ParseView | None, check: dict | None) -> None:
-        """Make ``run`` the current run with its parse and check (the check without the reference's message,
-        which only the page needed)."""
-        if run is not None and view is not None and _starts_follow(view.chunk_starts, run.chunks, view.prefix_length):
-            view.chunk_starts = Offsets(run.chunks, view.prefix_length)  # the same numbers, not stored twice
-        if view is not None:
-            view.preview = None  # only live updates use it
-        self.run, self.view = run, view
-        self.check = {k: v for k, v in check.items() if k != "ref_message"} if check else check
-
-    def drop_run(self) -> None:
-        """Forget the current run and its parse (memory pressure, or the client left)."""
-        self.run = self.view = self.check = None
-
-    @property
-    def nbytes(self) -> int:
-        """Approximate bytes this session holds (run, parse, conversation)."""
-        size = len(self.template_text) + len(json.dumps(self.history, default=str))
-        if self.run is not None:
-            size += self.run.nbytes
-        if self.view is not None:
-            size += self.view.nbytes
-        return size + len(json.dumps(self.check or {}, default=str))
-
-    def __deepcopy__(self, memo):
-        new = Session()
-        new.history = copy.deepcopy(self.history, memo)
-        new.run, new.view, new.check = self.run, self.view, self.check
-        new.template_text, new.model_id = self.template_text, self.model_id
-        new.pending_tool_calls = copy.deepcopy(self.pending_tool_calls, memo)
-        return new
+def keep_parse(run: Run | None, view: ParseView | None) -> ParseView | None:
+    """``view`` ready to be kept with ``run``: when its chunk starts are exactly the run's chunk boundaries, they
+    are replaced by a computed `Offsets` (the same numbers, not stored twice)."""
+    if run is not None and view is not None and _starts_follow(view.chunk_starts, run.chunks, view.prefix_length):
+        view.chunk_starts = Offsets(run.chunks, view.prefix_length)
+    if view is not None:
+        view.preview = None  # only live updates use it
+    return view

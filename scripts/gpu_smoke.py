@@ -5,7 +5,7 @@ Builds a model locally (random weights, the built-in model's tokenizer; no hub),
 
 - streams N tokens through the whole pipeline the chat tab runs: ``backends.stream_generate``
   (``TextIteratorStreamer`` in a generate thread), the streaming parser (``LiveParse``) and the coalesced
-  rendering (``ui._stream`` + ``ui._visuals``: timeline, event log, message previews as HTML);
+  drawing (``playground.streaming``: ``stream_views`` + ``draw``: timeline, event log, message previews as HTML);
 - generates N tokens with bare ``model.generate`` (no streamer);
 
 and prints tokens/s of both, the pipeline's overhead in percent, time to first token and to the first drawn
@@ -122,28 +122,28 @@ def _bare_generate(lm, prompt: str, n: int) -> tuple[float, int, str, float]:
 
 def pipeline(lm, prompt: str, n: int, template_text: str) -> dict:
     """One run of the chat tab's pipeline: streamer -> parser -> coalesced rendering.  Returns timings."""
-    from playground import backends, ui
+    from playground import backends, streaming
     from playground.session import LiveParse
 
     live = LiveParse(template_text, prompt, None)
     record, times = [], []
-    throttle = ui._Throttle(ui.PREVIEW_INTERVAL)
+    throttle = streaming.Throttle(streaming.PREVIEW_INTERVAL)
     updates = 0
     first_update = None
     stop = threading.Event()
     t0, c0, own0 = time.perf_counter(), time.process_time(), time.thread_time()
     gen = backends.stream_generate(lm, prompt, max_new_tokens=n, temperature=0, seed=0, stop_event=stop)
     try:
-        for view in ui._stream(live, gen, record, times):
+        for view in streaming.stream_views(live, gen, record, times):
             if view.final:
                 break
-            ui._visuals(view, window=ui.STREAM_WINDOW, preview=throttle())
+            streaming.draw(view, window=streaming.STREAM_WINDOW, preview=throttle())
             updates += 1
             if first_update is None:
                 first_update = time.perf_counter() - t0
     finally:
         gen.close()
-    ui._visuals(live.view())  # the final state, drawn in full
+    streaming.draw(live.view())  # the final state, drawn in full
     own = time.thread_time() - own0  # this thread: parsing and rendering (waiting for chunks costs no CPU)
     _sync()
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -9,6 +9,8 @@ prompt its chat template renders (see `generation_prompt`).
 
 Warning codes (`LintWarning.code`):
 
+- ``wrong-type``: a value of another JSON type than the spec's (``"repeats": "false"``), which the reference
+  loads anyway and reads by Python truthiness (`parsing.doctor.schema.wrong_types`).
 - ``reasoning-field-name``: reasoning stored under another key than
   ``reasoning_content`` (the key chat templates read).
 - ``field-overwrite``: a non-repeating field can be opened again, and its
@@ -50,6 +52,7 @@ from ..template import CompiledTemplate, Delimiter, load_template
 from ..transform import PLACEHOLDER
 from .chat_template import REASONING_KEY, generation_prompt
 from .compat import Compatibility, compatibility
+from .schema import wrong_types
 
 __all__ = ["LintReport", "LintWarning", "lint"]
 
@@ -215,6 +218,21 @@ def _search(pattern, text: str, pos: int = 0, **kw):
 
 
 # --------------------------------------------------------------------------- the checks
+
+
+def _check_types(spec: dict) -> list[LintWarning]:
+    out = []
+    for p in wrong_types(spec):
+        fix = f"make it {p.expected}"
+        if p.expected == "true or false":
+            meant = str(p.value).strip().lower()
+            meant = "false" if meant in ("false", "0", "no", "off", "none", "null") else \
+                "true" if meant in ("true", "1", "yes", "on") else None
+            now = json.dumps(bool(p.value))
+            fix = (f"write {meant} without quotes" + (f" ({now} is what it does now)" if meant != now else "")
+                   if meant else f"write true or false without quotes ({now} is what it does now)")
+        out.append(LintWarning("wrong-type", p.path, p.message, f"At {p.path}, {fix}."))
+    return out
 
 
 def _check_reasoning_name(spec: dict) -> list[LintWarning]:
@@ -598,8 +616,8 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
-        reasoning name, overwrite, delimiter prefixes, missing close, transform variables, close in JSON, empty
-        matches, \\G, start anchor) and the compatibility section.
+        wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables, close in
+        JSON, empty matches, \\G, start anchor) and the compatibility section.
 
     Raises:
         parsing.TemplateError: the template does not load (a ``ValueError``); lint needs a valid template.
@@ -609,6 +627,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     spec = compiled.spec
     delims = _delimiters(compiled)
     warnings: list[LintWarning] = []
+    warnings += _check_types(spec)
     warnings += _check_reasoning_name(spec)
     warnings += _check_overwrite(spec)
     warnings += _check_delimiter_prefix(spec, delims)

@@ -106,6 +106,22 @@ def test_save_and_reload_round_trip(tokenizer, tmp_path):
         save_template_to_tokenizer(tokenizer, {"fields": {}}, tmp_path / "bad")
 
 
+def test_an_export_carries_no_loading_options_of_this_machine(tokenizer, tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer.save_pretrained(tmp_path / "src")
+    offline = AutoTokenizer.from_pretrained(tmp_path / "src", local_files_only=True)  # as the playground loads
+    offline.save_pretrained(tmp_path / "plain")  # what transformers itself writes back
+    written = json.loads((tmp_path / "plain" / "tokenizer_config.json").read_text())
+    assert written.get("local_files_only") is True  # the class of key the export must leave out exists
+    save_template_to_tokenizer(offline, TEMPLATE, tmp_path / "tok")
+    config = json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())
+    assert not set(config) & {"is_local", "local_files_only"}, sorted(config)
+    assert config["response_template"] == TEMPLATE and config["eos_token"] == "<|im_end|>"
+    assert {k: v for k, v in written.items() if k not in ("is_local", "local_files_only", "response_template")} == \
+        {k: v for k, v in config.items() if k != "response_template"}  # everything else as transformers wrote it
+
+
 def _raised(call):
     try:
         call()

@@ -8,7 +8,8 @@ import tracemalloc
 from parsing import ResponseParser
 from parsing.streams import tokenish_chunks
 from playground.compact import ChunkedText, IntArray, Offsets, event_log, segment_log
-from playground.session import Run, Session, parse_run, template_to_text
+from playground.session import Run, parse_run, template_to_text
+from playground.state import Session
 
 # The literal ChatML template of the measurement (~90,000 events for 200 KB): a tag per region, so every
 # token-sized chunk is an event (the project default, SKELETON_TEMPLATE, uses patterns that hold more).

@@ -118,7 +118,8 @@ def test_work_stops_when_the_client_leaves():
 
     from parsing.streams import tokenish_chunks
     from playground import reference
-    from playground.session import SKELETON_TEMPLATE, ParseView, Run, Session, parse_run, template_to_text
+    from playground.session import SKELETON_TEMPLATE, ParseView, Run, parse_run, template_to_text
+    from playground.state import Session
 
     registry = guard.SessionRegistry()
     cancel = registry.cancel_event("abc")

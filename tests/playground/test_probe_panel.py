@@ -6,7 +6,7 @@ import json
 import examples
 from parsing.doctor.probe import probe
 from playground import probe_panel
-from playground.ui import library_choices
+from playground.library import library_choices
 
 from tests.doctor.doctor_templates import GUIDE
 

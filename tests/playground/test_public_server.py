@@ -156,8 +156,8 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
                                        json.dumps(NESTED)))] * 2,
         "slow": [("/paste_parse", (("a" * 24 + " ") * 208, "", "", json.dumps(SLOW)))],
         "huge": [("/paste_parse", ("x" * 300_000, "", "", json.dumps(TEMPLATE)))],
-        "editor": [("/on_template", (str(secret), "")), ("/on_template", ("/no/such/dir/key.json", ""))],
-        "models": [("/load", (name, LOCAL, "")) for name in (str(tmp_path), str(secret), "/etc", "/no/such/model",
+        "editor": [("/edit_template", (str(secret),)), ("/edit_template", ("/no/such/dir/key.json",))],
+        "models": [("/load_model", (name, LOCAL, "")) for name in (str(tmp_path), str(secret), "/etc", "/no/such/model",
                                                     "../../etc", "x" * 5000, "gpt2")],
     }
     odd = "<think>a\ud800b</think>\udfff<tool_call>" + deep + "</tool_call><|im_end|>"
@@ -186,12 +186,12 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
     (_, _, huge, _), = answers["huge"]
     assert "300,000 characters" in huge[0] and "at most 262,144" in huge[0]
     (_, _, odd, _), = answers["odd"]
-    assert "Parsed" in odd[0] and "\ufffd" in odd[1]  # the lone surrogates shown as U+FFFD, no bare "Error"
+    assert "Parsed" in odd[0] and "\ufffd" in " ".join(_texts(odd[1:]))  # the lone surrogates shown as U+FFFD, no bare "Error"
     json.dumps(odd, ensure_ascii=False).encode("utf-8")
     for _api, _args, result, _ in answers["editor"]:
         shown = " ".join(_texts(result))
         assert "api_key" not in shown and "NOT-FOR-YOU" not in shown  # the text is JSON, never a path to read
-        assert "not valid JSON" in result[0]
+        assert "not valid JSON" in shown  # the template status under the editor says why
     refusals = set()
     for _api, (name, _backend, _url), result, _ in answers["models"]:
         from playground.policy import shown as shown_name

@@ -81,11 +81,16 @@ def test_regions_delimiters_prefix_and_chunks_are_marked():
     assert any("dirty" in k for k in classes)  # json tool call chunks
     assert any("cs" in k for k in classes)  # chunk boundaries
     assert not any("p" in k for k, s in zip(classes, c.spans) if " · chunk " in s.get("title", ""))
+    assert any(" · chunk " in s.get("title", "") for s in c.spans)  # (the titles say which chunk)
     # one stable colour per field, in every span of that field
     for s in c.spans:
         if s.get("data-f"):
-            assert render.field_color(s["data-f"]) in s["style"]
+            assert render.field_class(s["data-f"]) in s["class"].split()
     assert render.field_color("content") == render.field_color("content")
+    assert render.field_class("content") != render.field_class("reasoning_content")
+    # every span says where it is: its offsets cover the text exactly, in order
+    assert [int(s["data-s"]) for s in c.spans[1:]] == [int(s["data-e"]) for s in c.spans[:-1]]
+    assert int(c.spans[0]["data-s"]) == 0 and int(c.spans[-1]["data-e"]) == len(view.text)
 
 
 def test_held_bytes_while_streaming_and_discarded_text():
@@ -164,12 +169,12 @@ def test_assistant_turn_shows_hostile_model_text_literally():
         reasoning, call, extra, content = turn
         for bubble in (reasoning, content):
             assert "<" not in bubble["content"] and html_mod.unescape(bubble["content"]) == text
-        assert call["metadata"]["title"] == "🔧 Tool call: &lt;script&gt;alert(4)&lt;/script&gt;"
+        assert call["metadata"]["title"] == "Tool call: &lt;script&gt;alert(4)&lt;/script&gt;"
         # JSON goes in a code block whose fence the text cannot close
         fence = call["content"].split("json", 1)[0]
         assert len(fence) >= 4 and call["content"].endswith("\n" + fence)
         assert extra["content"].startswith("```json\n")
-    chat = __import__("playground.ui", fromlist=["history_to_chat"]).history_to_chat(
+    chat = render.history_to_chat(
         [{"role": "user", "content": "<b>me</b>"}, {"role": "tool", "content": "```\n<img src=x>"}])
     assert chat[0]["content"] == "&lt;b&gt;me&lt;/b&gt;"
     assert chat[1]["content"].startswith("````\n")

@@ -1,0 +1,644 @@
+"""What the page does for each user action: named handler functions on the session state.
+
+Each handler takes the session (`playground.state.Session`) and plain values (text of boxes, numbers, a
+`ChatSettings`, the page's `PageConfig`), changes the session only through its transitions, and returns it, or,
+for streams, yields it after each update. No Gradio here: the page (`playground.ui`) turns the returned session
+into component values with `playground.views.redraw`, and the tests call these functions directly.
+
+Errors a user can fix (a broken template, an oversized input, a model that will not load) become the status
+line (`Session.say` with kind "error"); nothing raises out of a handler except `RequestCancelled` (the client
+left) and bugs, which `playground.guard` turns into a message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from parsing.streams import tokenish_chunks
+
+from . import backends, guard, remote_panel, render
+from .export import export_template, fresh_export_dir
+from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, library_template_text
+from .limits import Limits, cut_message
+from .reference import reference_check
+from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
+from .state import Origin, Session
+from .streaming import PREVIEW_CHARS, PREVIEW_INTERVAL, Pacer, Throttle, preview_message, stream_views
+
+__all__ = ["PageConfig", "ChatSettings", "ExportOutcome", "edit_template", "pick_library", "confirm_replace",
+           "keep_edits", "restore_editor", "load_model", "send_user", "send_tool", "stop", "clear_chat",
+           "paste_parse", "paste_replay", "replay_last", "example_replay", "export", "move_window", "inspect",
+           "parse_timeline_start", "check_against_reference"]
+
+
+@dataclass
+class PageConfig:
+    """What one page (all its sessions) was built with: the default model, ``trust_remote_code``, the limits,
+    the configured remote servers and whether typed server URLs are allowed."""
+
+    default_model: str = ""
+    trust_remote_code: bool = False
+    limits: Limits = field(default_factory=lambda: guard.limits())
+    remotes: list = field(default_factory=list)
+    allow_any_remote: bool = False
+
+
+@dataclass
+class ChatSettings:
+    """The chat tab's settings: system prompt, tools JSON text, thinking, sampling, and the backend (``"local"``
+    or a server name / ``"custom-url"`` with ``remote_url``); ``model_box`` is the model id typed in the box
+    (a server backend generates with it; the local backend uses the model loaded with Load model)."""
+
+    system: str = ""
+    tools_text: str = ""
+    thinking: bool = True
+    max_new_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int | None = 0
+    backend: str = remote_panel.LOCAL
+    remote_url: str = ""
+    model_box: str = ""
+
+    @property
+    def sampling(self) -> dict:
+        """Keyword arguments for generation: max_new_tokens, temperature, top_p, seed (None: random)."""
+        return dict(max_new_tokens=int(self.max_new_tokens), temperature=float(self.temperature),
+                    top_p=float(self.top_p), seed=None if self.seed is None else int(self.seed))
+
+
+# ---------------------------------------------------------------- stopping runs
+
+_STOPS: dict[str, threading.Event] = {}  # session hash -> the Stop event of its running stream
+
+
+def _stop_event(session_hash: str | None) -> threading.Event:
+    ev = threading.Event()
+    if session_hash:
+        _STOPS[session_hash] = ev
+    return ev
+
+
+def _release(session_hash: str | None, ev: threading.Event) -> None:
+    if session_hash and _STOPS.get(session_hash) is ev:
+        _STOPS.pop(session_hash, None)
+
+
+def stop(session_hash: str | None) -> bool:
+    """Stop the stream (generation or replay) that session is running; returns whether one was running. The
+    stream's own last update says "Stopped" and disables Stop."""
+    ev = _STOPS.get(session_hash) if session_hash else None
+    if ev is None:
+        return False
+    ev.user_requested = True
+    ev.set()
+    return True
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def check_against_reference(run: Run, view, template_text: str | None = None) -> dict:
+    """The side-by-side transformers check of ``view`` under the limits in force (stopped if the client leaves)."""
+    return reference_check(run, view, template_text, budget=guard.limits().reference_budget,
+                           cancel=guard.cancel_event())
+
+
+def _cut_text(view) -> str:
+    """What the request's time budget cut from ``view``, and how to run it without limits."""
+    cut = view.cut
+    total = len(view.text) - view.prefix_length
+    return cut_message(guard.limits().request_budget, max(0, cut["start"] - view.prefix_length), total)
+
+
+def _say_done(sess: Session, view, text: str, topic: str = "run") -> None:
+    if view.cut is not None:
+        sess.say(_cut_text(view), "error", topic)
+    else:
+        sess.say(text, "ok", topic)
+
+
+def _template_first(sess: Session, editor_text: str | None) -> bool:
+    """Take the editor's latest text (an edit event may still be on its way); False (with the fault in the status
+    line) when it does not load."""
+    if editor_text is not None:
+        sess.edit(editor_text)
+    if sess.problem is not None:
+        sess.say(f"Fix the template first: {sess.problem.message}", "error", "template")
+        return False
+    return True
+
+
+def _reparse_current(sess: Session, page: PageConfig, done: str | None = None, topic: str = "template") -> None:
+    """Parse the current run (and the chat's last turn) again with the editor's template; the status line then
+    says ``done`` (default: that the run was re-parsed), or what the time budget cut."""
+    text = sess.template_text
+    view = None
+    if sess.run is not None:
+        view = parse_run(sess.run, text, budget=guard.request_budget())
+        sess.reparse(view, check_against_reference(sess.run, view, text))
+    if sess.turn_run is not None:
+        turn_view = view if sess.turn_run is sess.run else parse_run(sess.turn_run, text,
+                                                                      budget=guard.request_budget())
+        sess.reparse_turn(turn_view)
+    if view is not None and view.cut is not None:
+        sess.say(_cut_text(view), "error", topic)
+    elif done is not None:
+        sess.say(done, "ok", topic)
+    elif view is not None:
+        sess.say("Re-parsed the last run with the edited template.", "info", topic)
+
+
+# ---------------------------------------------------------------- the template
+
+
+def edit_template(sess: Session, text: str, page: PageConfig) -> Session:
+    """The editor's text changed: validate it, and re-parse the last run and the chat's last turn with it (a
+    template that does not load keeps the last good parse on screen)."""
+    page.limits.check_size("The template", text, "max_template_chars")
+    if not sess.edit(text) or sess.problem is not None or sess.running:
+        return sess
+    _reparse_current(sess, page)
+    return sess
+
+
+def _offer(sess: Session, text: str, origin: Origin, label: str, page: PageConfig, then: tuple | None = None,
+           loaded: str | None = None) -> bool:
+    """Offer a template to the editor (see `Session.offer`) and say what happened."""
+    done = loaded or f"Loaded {label}."
+    if not sess.offer(text, origin, label, then):
+        sess.say(f"Replace your edits with {label}? Confirm above the editor.", "info", "template")
+        return False
+    if sess.problem is None and not sess.running:
+        _reparse_current(sess, page, done)
+    else:
+        sess.say(done, "ok", "template")
+    return True
+
+
+def pick_library(sess: Session, choice: str | None, page: PageConfig) -> Session:
+    """A pick in "Load a library template": the skeleton, the model's own (or best match), or a family. Replacing
+    edited text waits for a confirmation."""
+    if not choice:
+        return sess
+    if choice == SKELETON_CHOICE:
+        _offer(sess, template_to_text(SKELETON_TEMPLATE), Origin("skeleton"), "the default template", page)
+    elif choice == TOKENIZER_CHOICE:
+        name = sess.model_id or page.default_model
+        lm = remote_panel.tokenizer_or_model(name, page.trust_remote_code)
+        tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+        _offer(sess, template_to_text(tpl or SKELETON_TEMPLATE), Origin("tokenizer", name),
+               f"the template of {name}", page, loaded=f"Template: {note}.")
+    else:
+        _offer(sess, library_template_text(choice), Origin("library", choice), f"the library template for {choice}",
+               page)
+    return sess
+
+
+def offer_template(sess: Session, offered: dict | None, page: PageConfig) -> Session:
+    """A panel offers a template (``{"text", "kind", "name", "label"}``; the draft panel): like a library pick."""
+    if not offered or not offered.get("text"):
+        return sess
+    origin = Origin(offered.get("kind", "typed"), offered.get("name", ""))
+    _offer(sess, offered["text"], origin, offered.get("label") or origin.describe(), page)
+    return sess
+
+
+def confirm_replace(sess: Session, page: PageConfig, session_hash: str | None = None) -> Iterator[Session]:
+    """Replace the edits with the offered template; an example replay that waited for this then runs."""
+    pending = sess.confirm()
+    if pending is None:
+        yield sess
+        return
+    if pending.then and pending.then[0] == "example":
+        yield from example_replay(sess, pending.then[1], pending.then[2], page, session_hash)
+        return
+    if sess.problem is None and not sess.running:
+        _reparse_current(sess, page, f"Loaded {pending.label}.")
+    else:
+        sess.say(f"Loaded {pending.label}.", "ok", "template")
+    yield sess
+
+
+def keep_edits(sess: Session) -> Session:
+    """Keep the edits: the offered template is dropped."""
+    pending = sess.keep_edits()
+    if pending is not None:
+        sess.say(f"Kept your edits ({pending.label} not loaded).", "info", "template")
+    return sess
+
+
+def restore_editor(sess: Session, stored: Any, page: PageConfig) -> Session:
+    """Page load: bring back the editor text this browser kept (`gr.BrowserState`), when it differs."""
+    if not isinstance(stored, dict) or not isinstance(stored.get("text"), str) or not stored["text"].strip():
+        return sess
+    text = stored["text"]
+    page.limits.check_size("The saved template", text, "max_template_chars")
+    if text == sess.template_text or not stored.get("edited"):
+        return sess
+    sess.restore(text, Origin(str(stored.get("kind") or "browser"), str(stored.get("name") or "")))
+    sess.say("Restored the template you were editing in this browser.", "info", "template")
+    return sess
+
+
+# ---------------------------------------------------------------- the model
+
+
+def load_model(sess: Session, name: str, backend: str, remote_url: str, page: PageConfig) -> Session:
+    """Load model ``name`` (or a server model's tokenizer); on success Send uses it and its template is offered
+    to the editor; on failure the model in use stays."""
+    name = (name or "").strip()
+    try:
+        src = remote_panel.source_for(backend, remote_url, name, page.remotes, page.allow_any_remote,
+                                      page.trust_remote_code)
+        lm = src.load() if src else backends.load_model(name, page.trust_remote_code)
+    except (backends.ModelLoadError, ValueError) as e:
+        sess.load_failed(name, str(e))
+        still = f" Still using {sess.model_id}." if sess.model_id else " No model is loaded."
+        sess.say(f"{str(e).rstrip('.')}.{still}", "error", "model")
+        return sess
+    sess.loaded(name)
+    tpl, note = backends.template_for_tokenizer(lm.tokenizer)
+    text = template_to_text(tpl if tpl is not None else SKELETON_TEMPLATE)
+    what = f"the tokenizer of {src.label}; generation runs on the server" if src else backends.model_label(lm)
+    applied = sess.offer(text, Origin("tokenizer", name), f"the template of {name}")
+    ask = "" if applied else " Replace your edits with its template? Confirm above the editor."
+    done = f"Loaded {what}. Template: {note}.{ask}"
+    if applied and sess.problem is None and not sess.running:
+        _reparse_current(sess, page, done, topic="model")
+    else:
+        sess.say(done, "ok", "model")
+    return sess
+
+
+# ---------------------------------------------------------------- chat
+
+
+def send_user(sess: Session, text: str, editor_text: str | None, settings: ChatSettings, page: PageConfig,
+              session_hash: str | None = None) -> Iterator[Session]:
+    """Send a user message and stream the model's answer through the parser."""
+    yield from _chat_turn(sess, "user", text, editor_text, settings, page, session_hash)
+
+
+def send_tool(sess: Session, text: str, editor_text: str | None, settings: ChatSettings, page: PageConfig,
+              session_hash: str | None = None) -> Iterator[Session]:
+    """Send a tool result for the oldest unanswered tool call and stream the answer; refused (with a message,
+    the text kept) when the last turn called no tool."""
+    yield from _chat_turn(sess, "tool", text, editor_text, settings, page, session_hash)
+
+
+def clear_chat(sess: Session) -> Session:
+    """Forget the conversation (the current run stays on the timeline)."""
+    sess.clear()
+    sess.say("Conversation cleared.", "info", "chat")
+    return sess
+
+
+def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, settings: ChatSettings,
+               page: PageConfig, session_hash: str | None) -> Iterator[Session]:
+    limits = page.limits
+    box = "user" if kind == "user" else "tool"
+    if not (text or "").strip():
+        sess.say("Type a message first." if kind == "user" else "Type a tool result first.", "error", "chat")
+        yield sess
+        return
+    if sess.running:
+        sess.say("A run is going: wait for it or press Stop.", "error", "chat")
+        yield sess
+        return
+    if kind == "tool" and sess.chat_phase != "awaiting_tool":
+        sess.say("Refused: the last turn has no tool call to answer (under the current template), so there is "
+                 "nothing to send a tool result for.", "error", "chat")
+        yield sess
+        return
+    limits.check_size("The template", editor_text, "max_template_chars")
+    limits.check_size("The tools", settings.tools_text, "max_tools_chars")
+    limits.check_size("The conversation", json.dumps(sess.history, default=str) + text, "max_history_chars")
+    if not _template_first(sess, editor_text):
+        yield sess
+        return
+    try:
+        tools = parse_tools(settings.tools_text)
+    except ValueError as e:
+        sess.say(str(e), "error", "chat")
+        yield sess
+        return
+    tpl_text = sess.template_text
+    if kind == "user":
+        turn = {"role": "user", "content": text}
+    else:
+        turn = {"role": "tool", "content": text}
+        call = sess.next_tool_call()  # the oldest unanswered call (send_turn marks it answered)
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        if isinstance(fn, dict) and fn.get("name"):
+            turn["name"] = fn["name"]
+        if isinstance(call, dict) and call.get("id"):
+            turn["tool_call_id"] = call["id"]
+    sess.send_turn(turn)
+    sess.hand_back(box, "")
+    stop_event = _stop_event(session_hash)
+    sess.start_run()
+    ended = False
+    try:
+        src = remote_panel.source_for(settings.backend, settings.remote_url, settings.model_box, page.remotes,
+                                      page.allow_any_remote, page.trust_remote_code)
+        model_name = settings.model_box if src else (sess.model_id or settings.model_box or page.default_model)
+        note = ""
+        if not src and sess.model_id and settings.model_box and settings.model_box.strip() != sess.model_id:
+            note = f" (the model box names {settings.model_box.strip()}: press Load model to switch)"
+        sess.say(f"Loading {model_name}…" if src or not sess.model_id else f"Generating with {model_name}…{note}",
+                 "info", "chat")
+        yield sess
+        try:
+            lm = src.load() if src else backends.load_model(model_name, page.trust_remote_code)
+        except backends.ModelLoadError as e:
+            if src is None:
+                sess.load_failed(model_name, str(e))
+            raise
+        if src is None and sess.model_id is None:
+            sess.loaded(model_name)
+        msgs = ([{"role": "system", "content": settings.system}] if (settings.system or "").strip() else []) + \
+            [{k: v for k, v in m.items() if k != "_raw"} for m in sess.history]
+        template_kwargs = {"enable_thinking": bool(settings.thinking)}
+        prompt = backends.render_prompt(lm, msgs, tools, template_kwargs)
+        live = LiveParse(tpl_text, prompt, tools, budget=guard.request_budget(), regex_timeout=limits.regex_timeout)
+        sess.say((f"Streaming from {src.label}… (Stop closes the stream)" if src else
+                  "Generating… (Stop stops generate)") + note, "info", "chat")
+        sess.show(live.view(), preview=False)
+        yield sess
+        record, times = [], []
+        sampling = settings.sampling
+        gen = src.stream(prompt, stop_event=stop_event, **sampling) if src else \
+            backends.stream_generate(lm, prompt, stop_event=stop_event, **sampling)
+        # The first chunk draws the timeline alone: the chat and message previews (the page's heaviest
+        # drawing) follow at the preview interval, so the first update reaches the screen sooner.
+        throttle = Throttle(PREVIEW_INTERVAL, first=False)
+        try:
+            for view in stream_views(live, gen, record, times):
+                if view.final:
+                    break
+                preview = throttle()
+                sess.show(view, preview)
+                if preview:
+                    sess.show_turn(render.assistant_turn(
+                        render.clip_strings(preview_message(view), PREVIEW_CHARS), streaming=True))
+                yield sess
+        finally:
+            gen.close()
+        stopped = getattr(stop_event, "user_requested", False)
+        run = Run(prefix=prompt, chunks=tuple(record), template_text=tpl_text,
+                  tools=tuple(tools) if tools else None, times=tuple(times),
+                  source="remote" if src else "model", cut=src.outcome.cut if src else "",
+                  request=src.request(msgs, tools, template_kwargs, sampling) if src else None)
+        view = live.view()
+        if sess.template_text != tpl_text and sess.problem is None:  # edited while it streamed
+            run = dataclasses.replace(run, template_text=sess.template_text)
+            view = parse_run(run, budget=guard.request_budget())
+        chk = check_against_reference(run, view)
+        sess.finish_run(run, view, chk, "stopped" if stopped else ("cut" if run.cut else "done"))
+        sess.finish_turn(run, view)
+        ended = True
+        calls = sess.pending_tool_calls
+        ask = " A tool was called: answer with a tool result below." if calls else ""
+        errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
+        word = "Stopped" if stopped else ("Cut" if run.cut else "Done")
+        notes = "".join(f" {n}" for n in src.notes(run.text, sess.template_text, lm.tokenizer)) if src else ""
+        done = f"{word}: {len(record)} chunks, {len(run.text)} characters.{errs}{ask}{notes}"
+        if run.cut and view.cut is None:
+            sess.say(done, "error", "chat")
+        else:
+            _say_done(sess, view, done, "chat")
+        yield sess
+    except Exception as e:  # noqa: BLE001 - a readable message, never a traceback
+        if isinstance(e, guard.RequestCancelled):
+            raise
+        sess.end_stream()
+        ended = True
+        sess.hand_back(box, text)  # the box was cleared when the turn was sent: give the text back
+        if isinstance(e, backends.ModelLoadError):
+            msg = f"No model loaded: {str(e).rstrip('.')}. Load a model first; your message was kept."
+        elif isinstance(e, (backends.GenerationError, ValueError)):
+            msg = str(e)
+        else:
+            msg = f"{type(e).__name__}: {e}"
+        sess.say(msg, "error", "chat")
+        yield sess
+    finally:
+        _release(session_hash, stop_event)
+        if not ended:  # the client left mid-stream
+            sess.end_stream()
+
+
+# ---------------------------------------------------------------- paste, replay, examples
+
+
+def _paste_run(raw: str, prefix: str, tools_text: str, sess: Session, page: PageConfig) -> Run:
+    limits = page.limits
+    limits.check_size("The pasted output", raw, "max_paste_chars")
+    limits.check_size("The prompt prefix", prefix, "max_prefix_chars")
+    limits.check_size("The tools", tools_text, "max_tools_chars")
+    tools = parse_tools(tools_text)
+    return Run(prefix=prefix or "", chunks=tuple(tokenish_chunks(raw or "")), template_text=sess.template_text,
+               tools=tuple(tools) if tools else None, source="paste")
+
+
+def paste_parse(sess: Session, raw: str, prefix: str, tools_text: str, editor_text: str | None,
+                page: PageConfig) -> Session:
+    """Parse pasted model output in one go (its chunks as a tokenizer would cut words)."""
+    if sess.running:
+        sess.say("A run is going: wait for it or press Stop.", "error", "run")
+        return sess
+    if not _template_first(sess, editor_text):
+        return sess
+    try:
+        run = _paste_run(raw, prefix, tools_text, sess, page)
+    except ValueError as e:
+        sess.say(str(e), "error", "run")
+        return sess
+    view = parse_run(run, budget=guard.request_budget())
+    sess.finish_run(run, view, check_against_reference(run, view))
+    sess.timeline_start = None
+    _say_done(sess, view, f"Parsed {len(raw or '')} characters.")
+    return sess
+
+
+def paste_replay(sess: Session, raw: str, prefix: str, tools_text: str, editor_text: str | None,
+                 page: PageConfig, session_hash: str | None = None) -> Iterator[Session]:
+    """Stream pasted model output through the parser, paced to about `streaming.REPLAY_SECONDS`."""
+    if not _template_first(sess, editor_text):
+        yield sess
+        return
+    try:
+        run = _paste_run(raw, prefix, tools_text, sess, page)
+    except ValueError as e:
+        sess.say(str(e), "error", "run")
+        yield sess
+        return
+    yield from _replay(sess, run, page, "Replaying pasted text", session_hash)
+
+
+def replay_last(sess: Session, editor_text: str | None, page: PageConfig,
+                session_hash: str | None = None) -> Iterator[Session]:
+    """Replay the current run with its original chunk boundaries and the editor's template."""
+    if sess.run is None:
+        sess.say(sess.note or "Nothing to replay yet.", "info", "run")
+        yield sess
+        return
+    if not _template_first(sess, editor_text):
+        yield sess
+        return
+    yield from _replay(sess, sess.run, page, "Replaying", session_hash)
+
+
+def example_replay(sess: Session, family: str, transcript: str, page: PageConfig,
+                   session_hash: str | None = None) -> Iterator[Session]:
+    """Load an example's template (asking first when it would replace edits) and replay its transcript."""
+    try:
+        run = example_run(family, transcript)
+    except ValueError as e:
+        sess.say(str(e), "error", "run")
+        yield sess
+        return
+    label = f"the template of the example {family} / {transcript}"
+    if not sess.offer(run.template_text, Origin("example", f"{family} / {transcript}"), label,
+                      then=("example", family, transcript)):
+        sess.say(f"Replace your edits with {label}? Confirm above the editor; the replay follows.", "info",
+                 "template")
+        yield sess
+        return
+    yield from _replay(sess, run, page, f"Replaying {family} / {transcript}", session_hash)
+
+
+def _replay(sess: Session, run: Run, page: PageConfig, label: str, session_hash: str | None) -> Iterator[Session]:
+    if sess.running:
+        sess.say("A run is going: wait for it or press Stop.", "error", "run")
+        yield sess
+        return
+    budget = guard.request_budget()  # parsing and drawing count on it; the pacing does not
+    tpl_text = sess.template_text
+    live = LiveParse(tpl_text, run.prefix, list(run.tools) if run.tools else None, budget=budget,
+                     regex_timeout=page.limits.regex_timeout)
+    stop_event = _stop_event(session_hash)
+    pace = Pacer.for_replay(len(run.chunks))
+    throttle = Throttle(PREVIEW_INTERVAL)
+    record, times = [], []
+    sess.start_run()
+    sess.say(f"{label}…", "info", "run")
+    ended = False
+    try:
+        for view in stream_views(live, run.chunks, record, times, pace=lambda: live.failed or pace(),
+                                 stop=stop_event):
+            if view.final:
+                break
+            if live.failed and budget.exhausted:
+                continue  # cut by the budget: the rest goes straight to the final (unparsed) view
+            sess.show(view, throttle())
+            yield sess
+        stopped = getattr(stop_event, "user_requested", False)
+        new_run = dataclasses.replace(run, template_text=tpl_text) if not stopped else \
+            Run(prefix=run.prefix, chunks=tuple(record), template_text=tpl_text, tools=run.tools,
+                times=tuple(run.times[:len(record)]), source=run.source)
+        view = live.view()
+        if sess.template_text != tpl_text and sess.problem is None:  # edited while it streamed
+            new_run = dataclasses.replace(new_run, template_text=sess.template_text)
+            view = parse_run(new_run, budget=guard.request_budget())
+        sess.finish_run(new_run, view, check_against_reference(new_run, view), "stopped" if stopped else "done")
+        ended = True
+        if stopped:
+            sess.say(f"{label}: Stopped after {len(record)} of {len(run.chunks)} chunks.", "info", "run")
+        else:
+            _say_done(sess, view, f"{label}: done, {len(run.chunks)} chunks.")
+        yield sess
+    finally:
+        _release(session_hash, stop_event)
+        if not ended:
+            sess.end_stream()
+
+
+# ---------------------------------------------------------------- export, timeline window, inspector
+
+
+@dataclass
+class ExportOutcome:
+    """What an export produced: ``ok`` (round trip passed), ``message``, ``file_name`` (the zip's name, shown
+    instead of any server path), ``zip_path`` (served for download; None when the export failed)."""
+
+    ok: bool
+    message: str
+    file_name: str = ""
+    zip_path: str | None = None
+
+
+def export(sess: Session, editor_text: str | None, page: PageConfig) -> tuple[Session, ExportOutcome]:
+    """Save the editor's template into a copy of the model's tokenizer, reload it, and zip the folder."""
+    if not _template_first(sess, editor_text):
+        return sess, ExportOutcome(False, sess.notice.text)
+    name = sess.model_id or page.default_model
+    lm = remote_panel.tokenizer_or_model(name, page.trust_remote_code)
+    res = export_template(lm.tokenizer, sess.template_text, fresh_export_dir())
+    out = ExportOutcome(res.roundtrip_ok, res.message, res.zip_path.name, str(res.zip_path))
+    sess.say(res.message, "ok" if res.roundtrip_ok else "error", "export")
+    return sess, out
+
+
+def parse_timeline_start(value, length: int) -> int | None:
+    """The "Timeline from" box as a character offset: None when empty (show the end), else a
+    whole number from 0 to ``length``.  Raises ValueError with a message for the user otherwise."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return None
+    hint = f"Enter a whole number from 0 to {length}, or leave it empty to show the end."
+    if not text.isascii() or not text.isdigit():
+        shown = text if len(text) <= 30 else text[:30] + "…"
+        raise ValueError(f"Timeline from: {shown!r} is not a character position. {hint}")
+    if len(text) > 18 or int(text) > length:
+        raise ValueError(f"Timeline from: {text if len(text) <= 30 else text[:30] + '…'} is past the end of "
+                         f"the text ({length} characters). {hint}")
+    return int(text)
+
+
+def move_window(sess: Session, start: str | None) -> Session:
+    """Move the timeline's drawn window to start at the typed character (empty: the end)."""
+    if sess.view is None:
+        sess.say("Nothing parsed yet: there is no timeline to move.", "error", "view")
+        return sess
+    n = len(sess.view.text)
+    try:
+        a = parse_timeline_start(start, n)
+    except ValueError as e:
+        sess.say(str(e), "error", "view")
+        return sess
+    lo, hi = render.timeline_window(n, render.TIMELINE_MAX_CHARS, a)
+    sess.go_to(a)
+    sess.say(f"Timeline shows characters {lo}–{hi} of {n}.", "info", "view")
+    return sess
+
+
+def inspect(sess: Session, request: str | None) -> Session:
+    """The page asked about a character: ``"pin:X"`` pins the inspector on character X; ``"show:A"`` also moves
+    the timeline window so that character A is drawn (an event-log row outside the window)."""
+    if sess.view is None or not request or ":" not in str(request):
+        return sess
+    what, _, value = str(request).partition(":")
+    try:
+        x = int(value.split(":")[0])
+    except ValueError:
+        return sess
+    n = len(sess.view.text)
+    if not 0 <= x < max(n, 1):
+        return sess
+    if what == "show":
+        lo, hi = render.timeline_window(n, render.TIMELINE_MAX_CHARS, sess.timeline_start)
+        if not lo <= x < hi:
+            sess.go_to(max(0, x - render.TIMELINE_MAX_CHARS // 2))
+    sess.pin(x)
+    return sess
+
+
+def template_hints(text: str) -> list[str]:
+    """Hints for fields named differently from the keys chat templates read (see `session.field_name_hints`)."""
+    return field_name_hints(text)

@@ -1,0 +1,258 @@
+"""The page's look and its client-side behaviour: `CSS` and `JS` for ``demo.launch(css=..., js=...)``.
+
+Colours come from Gradio's theme variables (``--body-text-color``, ``--background-fill-primary``,
+``--border-color-primary``, ``--color-accent``, ``--error-text-color``...), which Gradio switches between its light
+and dark scheme (``body.dark``, following the visitor's system setting). Tints are ``color-mix()`` of a hue into
+the theme's background, with the theme's body text on top, so text keeps WCAG AA contrast in both schemes (the
+browser tests measure it). Field colours: each class of `playground.render.field_palette` gets a base hue, a
+strong shade that carries white text (light scheme) and a light shade that carries dark text (dark scheme).
+Gradio's own ``--body-text-color-subdued`` is too faint on white for text (1.9:1), so muted text mixes the body
+text colour into the background instead. Dark-scheme rules start with ``.dark`` (not ``body.dark``): Gradio
+copies every custom rule under its container's selector, and only a leading ``.dark`` survives that copy.
+
+`JS` wires what needs no server round trip: hovering a legend swatch or a field's key in the editor highlights
+that field's regions; clicking a timeline span selects the event-log rows of its events, and clicking a row
+selects and scrolls to its span; both pin the inspector through the hidden ``#inspect-request`` box.
+"""
+
+from __future__ import annotations
+
+from .render import INK_DARK, INK_LIGHT, field_palette
+
+
+def _field_css() -> str:
+    rules = []
+    for cls, (base, strong, light) in field_palette().items():
+        rules.append(f".{cls}{{--c:{base};--cs:{strong};--cl:{light}}}")
+    return "\n".join(rules)
+
+
+CSS = """
+body{--tl-muted:color-mix(in srgb,var(--body-text-color) 68%,var(--background-fill-primary));
+ --tl-tick:color-mix(in srgb,var(--body-text-color) 55%,transparent);--tl-stripe:rgba(0,0,0,.12);
+ --ok-color:#15803d;--warn-color:#b45309;--bad-color:#b91c1c;--neutral-color:#475569;
+ --held-color:#d97706;--err-color:#dc2626;--tpl-bad-line:#fecaca;--tpl-bad-border:#dc2626;
+ --tpl-warn-line:#fef3c7;--ink-on-strong:""" + INK_LIGHT + """;--ink-on-light:""" + INK_DARK + """}
+body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbbf24;--bad-color:#f87171;
+ --neutral-color:#94a3b8;--held-color:#fbbf24;--err-color:#f87171;--tpl-bad-line:#7f1d1d;--tpl-bad-border:#f87171;
+ --tpl-warn-line:#713f12}
+""" + _field_css() + """
+/* ---------------------------------------------------------------- page layout (1400x900: editor, chat and
+   the top of the timeline on the first screen) */
+.gradio-container .main{padding-top:0 !important}
+#header{margin:-6px 0 -4px 0}
+#header .hd{display:flex;align-items:baseline;gap:4px 12px;flex-wrap:wrap;color:var(--body-text-color);font-size:14px}
+#header .hd h1{font-size:19px;margin:0;font-weight:700;display:flex;align-items:center;gap:6px;white-space:nowrap}
+#header .hd h1 .ico{width:22px;height:22px;color:var(--color-accent)}
+#header .hd a{color:var(--link-text-color)}
+#header .hd .tag{color:var(--body-text-color)}
+#status .status{min-height:22px;display:flex;gap:6px;align-items:flex-start;font-size:14px;color:var(--body-text-color)}
+#status .status-ok .ico{color:var(--ok-color)}
+#status .status-error{color:var(--error-text-color)}
+#status .status-error .ico{color:var(--bad-color)}
+#status .status-info .ico{color:var(--link-text-color)}
+.ico{width:1em;height:1em;flex:none;vertical-align:-0.15em;display:inline-block}
+#timeline-head{align-items:center}
+#timeline-head .tl-title{font-weight:700;font-size:15px;color:var(--body-text-color)}
+#confirm-replace{border:1px solid var(--warn-color);border-radius:8px;padding:6px;
+ background:color-mix(in srgb,var(--warn-color) 10%,var(--background-fill-primary))}
+#confirm-replace .confirm-q{color:var(--body-text-color);font-size:14px}
+#confirm-replace .confirm-q .ico{color:var(--warn-color)}
+#inspect-request{position:absolute !important;left:-9999px !important;width:1px !important;height:1px !important;
+ overflow:hidden !important}
+
+/* ---------------------------------------------------------------- the timeline and its legend */
+#timeline .tl{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;white-space:pre-wrap;
+ word-break:break-all;line-height:1.9;max-height:360px;overflow:auto;padding:6px;
+ border:1px solid var(--border-color-primary);border-radius:6px;color:var(--body-text-color);
+ background:var(--background-fill-primary)}
+#timeline .tl span,.evlog td.t{unicode-bidi:isolate}
+#timeline .tl span[data-s]{cursor:pointer}
+.tlv .b{background:color-mix(in srgb,var(--c) 16%,var(--background-fill-primary));border-bottom:2px solid var(--c)}
+.dark .tlv .b{background:color-mix(in srgb,var(--c) 30%,var(--background-fill-primary))}
+.tlv .d{background:var(--cs);color:var(--ink-on-strong);border-radius:4px;padding:0 1px;font-weight:600}
+.dark .tlv .d{background:var(--cl);color:var(--ink-on-light)}
+.tlv .x{color:var(--tl-muted);text-decoration:line-through}
+.tlv .u{color:var(--tl-muted)}
+.tlv .p{font-style:italic;outline:1px dashed var(--tl-muted);outline-offset:-1px}
+.tlv .dirty{background-image:repeating-linear-gradient(135deg,transparent 0 5px,var(--tl-stripe) 5px 7px)}
+.tlv .cs{box-shadow:inset 1px 0 0 var(--tl-tick)}
+.tlv .odd{border-bottom-style:dotted}
+.tlv .h{outline:2px dotted var(--held-color);outline-offset:-2px;color:var(--body-text-color);
+ background:color-mix(in srgb,var(--held-color) 22%,var(--background-fill-primary))}
+.tlv .e{text-decoration:underline wavy var(--err-color);text-decoration-skip-ink:none}
+.tlv .b.e,.tlv .u.e,.tlv .x.e{background:color-mix(in srgb,var(--err-color) 20%,var(--background-fill-primary));
+ color:var(--body-text-color)}
+/* a failed region's delimiter keeps its field's chip colours (readable), with a red frame */
+.tlv .d.e{outline:2px solid var(--err-color);outline-offset:0}
+#timeline .tl span.hl{outline:2px solid var(--link-text-color);outline-offset:0}
+#timeline .tl span.sel{outline:2px solid var(--color-accent);outline-offset:0;
+ box-shadow:0 0 0 3px color-mix(in srgb,var(--color-accent) 35%,transparent)}
+.tl-note{font-size:12px;color:var(--tl-muted);margin:2px 0}
+.tl-err{color:var(--body-text-color);background:color-mix(in srgb,var(--err-color) 14%,var(--background-fill-primary));
+ border:1px solid var(--err-color);border-radius:6px;padding:4px 8px;margin:4px 0;font-size:13px}
+.tl-err .ico{color:var(--err-color)}
+.tl-err .tl-note{color:inherit}
+.legend{display:flex;flex-wrap:wrap;align-items:center;gap:4px 6px;font-size:12px}
+.legend .sw{display:inline-block;padding:0 6px;border-radius:4px;font-size:12px;line-height:1.7;
+ color:var(--body-text-color)}
+.legend .fsw{background:var(--cs);color:var(--ink-on-strong);font-weight:600;cursor:default}
+.dark .legend .fsw{background:var(--cl);color:var(--ink-on-light)}
+.legend .marks{display:inline-flex;flex-wrap:wrap;gap:4px 6px}
+.legend .sw.cs{padding-left:8px}
+.insp .sw{background:var(--cs);color:var(--ink-on-strong);padding:0 6px;border-radius:4px;font-weight:600}
+.dark .insp .sw{background:var(--cl);color:var(--ink-on-light)}
+
+/* ---------------------------------------------------------------- event log */
+.evlog{max-height:380px;overflow:auto}
+.evlog table{font-size:12px;border-collapse:collapse;width:100%;color:var(--body-text-color)}
+.evlog td,.evlog th{border-bottom:1px solid var(--border-color-primary);padding:1px 4px;text-align:left;
+ vertical-align:top;font-family:ui-monospace,monospace;background:var(--background-fill-primary)}
+.evlog td.t{max-width:520px;white-space:pre-wrap;word-break:break-all}
+.evlog td.fcol{color:var(--cs);font-weight:600}
+.dark .evlog td.fcol{color:var(--cl)}
+.evlog tr[data-s]{cursor:pointer}
+.evlog tr.sel td{background:color-mix(in srgb,var(--color-accent) 18%,var(--background-fill-primary))}
+
+/* ---------------------------------------------------------------- badges, template status, inspector */
+.badge{display:inline-block;border-radius:6px;padding:3px 8px;color:var(--body-text-color);font-size:14px;
+ border:1px solid var(--bc);background:color-mix(in srgb,var(--bc) 13%,var(--background-fill-primary))}
+.badge .ico{color:var(--bc)}
+.badge-ok{--bc:var(--ok-color)}.badge-skip{--bc:var(--warn-color)}.badge-bad{--bc:var(--bad-color)}
+.badge-neutral{--bc:var(--neutral-color)}
+.badge pre{white-space:pre-wrap;margin:4px 0 0 0;color:var(--body-text-color);background:transparent}
+.badge .both{margin-top:2px;font-size:13px}
+.tpl-source{font-size:13px;color:var(--body-text-color);margin-bottom:2px}
+.tpl-ok{color:var(--body-text-color);font-size:13px}.tpl-ok .ico{color:var(--ok-color)}
+.tpl-warn{color:var(--body-text-color);font-size:13px;margin-top:2px;border-left:3px solid var(--warn-color);
+ padding-left:6px}
+.tpl-warn .ico{color:var(--warn-color)}
+.tpl-bad{color:var(--body-text-color);border:1px solid var(--err-color);border-radius:6px;padding:4px 8px;
+ background:color-mix(in srgb,var(--err-color) 12%,var(--background-fill-primary))}
+.tpl-bad .ico{color:var(--err-color)}
+.tpl-bad pre{margin:4px 0;background:var(--background-fill-primary);color:var(--body-text-color);padding:4px}
+.tpl-bad mark{background:color-mix(in srgb,var(--err-color) 30%,var(--background-fill-primary));
+ color:var(--body-text-color)}
+#inspector{min-height:80px}
+.insp,.insp-hint{font-size:13px;color:var(--body-text-color)}
+.insp-hint{color:var(--tl-muted)}
+.insp-head{display:flex;align-items:center;gap:6px;margin-bottom:4px}
+.insp dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0}
+.insp dt{font-weight:600;color:var(--body-text-color)}
+.insp dd{margin:0;word-break:break-word}
+.insp pre.insp-value{white-space:pre-wrap;max-height:200px;overflow:auto;margin:2px 0;padding:4px;
+ background:var(--background-fill-secondary);color:var(--body-text-color);border-radius:4px}
+.insp code{color:var(--body-text-color);background:var(--background-fill-secondary)}
+.insp table.insp-events{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12px}
+.insp table.insp-events td{padding:0 6px 0 0;color:var(--body-text-color)}
+.insp .ico{color:var(--color-accent)}
+"""
+
+JS = r"""
+() => {
+  if (window.__rtpWired) return;
+  window.__rtpWired = true;
+  let sel = null;  // {a, b, scroll}: the selected span of text, kept across redraws of the timeline
+  const q = (s, r) => (r || document).querySelector(s);
+  const qa = (s, r) => Array.from((r || document).querySelectorAll(s));
+  function ask(what) {  // the hidden box: the server pins the inspector (and moves the window when needed)
+    const box = q('#inspect-request textarea, #inspect-request input');
+    if (!box) return;
+    box.value = what + ':' + Date.now();
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  function overlaps(el, a, b) {
+    const s = +el.dataset.s, e = +el.dataset.e;
+    return a === b ? (s <= a && a < e) || (s === e && s === a) : s < b && a < e;
+  }
+  function scrollInto(el, box) {
+    if (!el || !box) return;
+    const r = el.getBoundingClientRect(), c = box.getBoundingClientRect();
+    if (r.top < c.top || r.bottom > c.bottom) box.scrollTop += r.top - c.top - c.height / 3;
+  }
+  function markSpans(scroll) {
+    qa('#timeline .tl span.sel').forEach(s => s.classList.remove('sel'));
+    if (!sel) return false;
+    const hits = qa('#timeline .tl span[data-s]').filter(s => overlaps(s, sel.a, sel.b));
+    hits.forEach(s => s.classList.add('sel'));
+    if (scroll && hits.length) scrollInto(hits[0], q('#timeline .tl'));
+    return hits.length > 0;
+  }
+  function markRows(scroll) {
+    qa('#events tr.sel').forEach(r => r.classList.remove('sel'));
+    if (!sel) return;
+    const hits = qa('#events tr[data-s]').filter(r => overlaps(r, sel.a, sel.b));
+    hits.forEach(r => r.classList.add('sel'));
+    if (scroll && hits.length) scrollInto(hits[0], q('#events .evlog'));
+  }
+  function caret(e, span) {
+    const n = (+span.dataset.e) - (+span.dataset.s);
+    const r = document.caretRangeFromPoint ? document.caretRangeFromPoint(e.clientX, e.clientY) : null;
+    if (!r || !span.contains(r.startContainer) || span.textContent.length !== n) return 0;
+    return Math.max(0, Math.min(n - 1, r.startOffset));
+  }
+  document.addEventListener('click', e => {
+    const span = e.target.closest && e.target.closest('#timeline .tl span[data-s]');
+    if (span) {
+      sel = {a: +span.dataset.s, b: +span.dataset.e};
+      markSpans(false);
+      markRows(true);
+      ask('pin:' + (sel.a + caret(e, span)));
+      return;
+    }
+    const row = e.target.closest && e.target.closest('#events tr[data-s]');
+    if (row) {
+      sel = {a: +row.dataset.s, b: +row.dataset.e, scroll: true};
+      markRows(false);
+      const drawn = markSpans(true);
+      if (drawn) sel.scroll = false;
+      ask((drawn ? 'pin:' : 'show:') + sel.a);
+    }
+  });
+  function highlight(field) {
+    qa('#timeline .tl span.hl').forEach(s => s.classList.remove('hl'));
+    if (field === null) return;
+    qa('#timeline .tl span[data-f]').forEach(s => { if (s.dataset.f === field) s.classList.add('hl'); });
+  }
+  function fieldOfKey(el) {  // a JSON key token in the editor that names a field of the legend
+    if (!el.closest || !el.closest('#template .cm-content')) return null;
+    const t = (el.textContent || '').trim();
+    if (t.length < 3 || t[0] !== '"' || t[t.length - 1] !== '"') return null;
+    const next = el.nextSibling ? el.nextSibling.textContent : '';
+    if (!/^\s*:/.test(next || '')) return null;
+    let name;
+    try { name = JSON.parse(t); } catch (err) { return null; }
+    return qa('#legend .fsw[data-f]').some(s => s.dataset.f === name) ? name : null;
+  }
+  document.addEventListener('mouseover', e => {
+    const t = e.target;
+    if (!t.closest) return;
+    const sw = t.closest('#legend .fsw[data-f]');
+    if (sw) { highlight(sw.dataset.f); return; }
+    const key = fieldOfKey(t);
+    if (key !== null) { highlight(key); return; }
+    if (q('#timeline .tl span.hl') && !t.closest('#timeline')) highlight(null);
+  });
+  document.addEventListener('focusin', e => {
+    const sw = e.target.closest && e.target.closest('#legend .fsw[data-f]');
+    if (sw) highlight(sw.dataset.f);
+  });
+  let watching = false;
+  function watch() {  // after the first selection: a redraw of the timeline or the log keeps it
+    if (watching) return;
+    const targets = [q('#timeline'), q('#events')].filter(Boolean);
+    if (!targets.length) return;
+    watching = true;
+    const ob = new MutationObserver(() => {
+      if (!sel) return;
+      const tl = q('#timeline .tl');
+      if (tl && tl.dataset.status === 'streaming') { sel = null; return; }  // a new run: nothing selected
+      const scroll = !!sel.scroll;
+      if (markSpans(scroll) && scroll) sel.scroll = false;
+      markRows(false);
+    });
+    targets.forEach(t => ob.observe(t, {childList: true, subtree: true}));
+  }
+  document.addEventListener('click', () => { if (sel) watch(); });
+}
+"""

@@ -1,0 +1,206 @@
+"""Every view of the page, derived from the session state (`playground.state.Session`).
+
+`VIEWS` names each view, the state parts it depends on, and the function that draws it. `redraw(sess)` returns
+a value for every view in `VIEWS` order: the drawn value for the views whose parts changed since they were
+last drawn, ``gr.skip()`` for the others. The page (`playground.ui`) makes every view an output of every event
+that changes the state, so one event updates all the views that depend on what it changed, and only those.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gradio as gr
+
+from . import render
+from .inspector import details_html
+from .state import Session
+from .streaming import STREAM_WINDOW, Drawn, draw
+
+_NOTHING = ('<div class="tl-note">Nothing parsed yet: chat, paste or replay an example.</div>'
+            '<div class="tl" data-status="empty" data-len="0"></div>')
+
+
+class _Pass:
+    """One redraw: the run's drawing is made once, for all the views that show a part of it."""
+
+    def __init__(self, sess: Session):
+        self.sess = sess
+        self._drawn: Drawn | None = None
+
+    @property
+    def drawn(self) -> Drawn | None:
+        s = self.sess
+        if self._drawn is None and s.view is not None:
+            live = not s.view.final
+            self._drawn = draw(s.view, s.check, start=s.timeline_start,
+                               window=STREAM_WINDOW if live else render.TIMELINE_MAX_CHARS,
+                               preview=not live or s.preview_due)
+        return self._drawn
+
+
+def status(p: _Pass) -> str:
+    n = p.sess.notice
+    return render.status_html(n.text, n.kind)
+
+
+def editor(p: _Pass) -> str:
+    return p.sess.template_text
+
+
+def template_status(p: _Pass) -> str:
+    s = p.sess
+    return render.template_status_html(s.problem, s.template_text, origin=s.origin.describe(), edited=s.edited)
+
+
+def library(p: _Pass) -> Any:
+    s = p.sess
+    fam = s.origin.family if not s.edited else None
+    return gr.update(value=fam)
+
+
+def confirm(p: _Pass) -> Any:
+    return gr.update(visible=p.sess.pending is not None)
+
+
+def confirm_text(p: _Pass) -> str:
+    pend = p.sess.pending
+    if pend is None:
+        return ""
+    return render.confirm_html(pend.label, p.sess.origin.describe())
+
+
+def store(p: _Pass) -> dict:
+    s = p.sess
+    return {"text": s.template_text, "kind": s.origin.kind, "name": s.origin.name, "baseline_kind": s.origin.kind,
+            "edited": s.edited}
+
+
+def chatbot(p: _Pass) -> Any:
+    s = p.sess
+    bubbles = render.history_to_chat(s.history)
+    if s.chat_phase == "generating":
+        return bubbles + (s.live_turn or [{"role": "assistant", "content": "…"}])
+    return gr.update(value=bubbles)  # a whole replacement: never a patch on a live preview
+
+
+def _inbox(box: str) -> Callable:
+    def view(p: _Pass) -> Any:
+        return p.sess.inbox.pop(box) if box in p.sess.inbox else gr.skip()
+
+    view.__name__ = f"{box}_box"
+    return view
+
+
+def tool_box(p: _Pass) -> Any:
+    s = p.sess
+    value = s.inbox.pop("tool") if "tool" in s.inbox else None
+    calls = s.pending_tool_calls
+    if calls:
+        fn = calls[0].get("function", {}) if isinstance(calls[0], dict) else {}
+        name = fn.get("name") if isinstance(fn, dict) else None
+        hint = f"Tool result for {name or 'the tool call'}" + (f" (1 of {len(calls)} calls)" if len(calls) > 1 else "")
+    else:
+        hint = "Tool result (after the model calls a tool)"
+    return gr.update(placeholder=hint) if value is None else gr.update(value=value, placeholder=hint)
+
+
+def send(p: _Pass) -> Any:
+    return gr.update(interactive=not p.sess.running)
+
+
+def stop(p: _Pass) -> Any:
+    return gr.update(interactive=p.sess.running)
+
+
+def timeline(p: _Pass) -> str:
+    return p.drawn.timeline if p.drawn is not None else _nothing(p.sess)
+
+
+def _nothing(sess: Session) -> str:
+    if sess.note:
+        return f'<div class="tl-note">{render.escape(sess.note)}</div><div class="tl" data-status="empty" data-len="0"></div>'
+    return _NOTHING
+
+
+def legend(p: _Pass) -> str:
+    return p.drawn.legend if p.drawn is not None else ""
+
+
+def events(p: _Pass) -> Any:
+    d = p.drawn
+    if d is None:
+        return ""
+    return d.events if d.events is not None else gr.skip()
+
+
+def message(p: _Pass) -> Any:
+    d = p.drawn
+    if d is None:
+        return gr.update(value={})
+    if d.message is None:
+        return gr.skip()
+    # the final state goes out as a full replacement: Gradio streams diffs after the first yield, and a
+    # dict/list diff applied in place could leave the last live preview on screen after "Done"
+    return gr.update(value=d.message) if d.final else d.message
+
+
+def turn(p: _Pass) -> Any:
+    d = p.drawn
+    if d is None:
+        return gr.update(value=[])
+    if d.turn is None:
+        return gr.skip()
+    return gr.update(value=d.turn) if d.final else d.turn
+
+
+def check(p: _Pass) -> str:
+    d = p.drawn
+    return d.check if d is not None else ""
+
+
+def inspector(p: _Pass) -> str:
+    s = p.sess
+    return details_html(s.view, s.run.template_text if s.run is not None else s.template_text, s.inspect_at)
+
+
+#: (name, state parts it depends on, draw function), in the order of the page's outputs
+VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
+    ("status", ("notice",), status),
+    ("editor", ("editor",), editor),
+    ("template_status", ("template",), template_status),
+    ("library", ("template",), library),
+    ("confirm", ("template",), confirm),
+    ("confirm_text", ("template",), confirm_text),
+    ("store", ("template",), store),
+    ("chatbot", ("chat",), chatbot),
+    ("user_box", ("inbox",), _inbox("user")),
+    ("tool_box", ("inbox", "phase"), tool_box),
+    ("send", ("phase",), send),
+    ("tool_btn", ("phase",), send),
+    ("stop", ("phase",), stop),
+    ("timeline", ("run", "frame", "window"), timeline),
+    ("legend", ("run",), legend),
+    ("events", ("run", "preview"), events),
+    ("message", ("run", "preview"), message),
+    ("turn", ("run", "preview"), turn),
+    ("check", ("run",), check),
+    ("inspector", ("run", "inspect"), inspector),
+]
+NAMES = [name for name, _, _ in VIEWS]
+
+
+def redraw(sess: Session) -> tuple:
+    """A value per view (`VIEWS` order): drawn where its state parts changed, ``gr.skip()`` elsewhere."""
+    p = _Pass(sess)
+    return tuple(fn(p) if sess.changed(name, deps) else gr.skip() for name, deps, fn in VIEWS)
+
+
+def initial(sess: Session, name: str) -> Any:
+    """The value view ``name`` starts with (what the layout draws for a fresh session), unwrapped from
+    ``gr.update``; marks nothing as drawn."""
+    fn = next(f for n, _, f in VIEWS if n == name)
+    value = fn(_Pass(sess))
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        return value.get("value")
+    return value
