@@ -92,7 +92,7 @@ def lint_html(report: LintReport) -> str:
     compat = "".join(
         f"<li class='doctor-compat' data-target='{escape(c.target)}'>{_badge('pass' if c.accepted else 'fail', 'OK' if c.accepted else 'NO')} "
         f"<b>{escape(c.target)}</b>: {'accepts this template' if c.accepted else 'would not accept it'}"
-        f" <small style='color:#666'>(per {escape(c.basis)})</small>"
+        f" <small class='doctor-basis'>(per {escape(c.basis)})</small>"
         + ("<ul>" + "".join(f"<li>{escape(r)}</li>" for r in c.reasons) + "</ul>" if c.reasons else "") + "</li>"
         for c in report.compatibility)
     return (f"<div class='doctor-lint-report'><h4>Lint ({len(report.warnings)} finding(s))</h4>{body}"

@@ -37,12 +37,12 @@ _CSS = """
   margin:.35em 0}
 #draft-report .draft-ev pre{white-space:pre-wrap;word-break:break-all;margin:.2em 0;padding:.3em .4em;
   background:var(--background-fill-secondary,rgba(127,127,127,.08));border-radius:4px;font-size:12px}
-#draft-report mark.draft-diff{background:rgba(250,204,21,.55);color:inherit;outline:1px solid rgba(202,138,4,.9);
-  border-radius:2px}
-#draft-report .draft-pass{color:#16a34a}#draft-report .draft-fail{color:#dc2626}
+#draft-report mark.draft-diff{background:color-mix(in srgb,var(--warn-color) 30%,var(--background-fill-primary));
+  color:var(--body-text-color);outline:1px solid var(--warn-color);border-radius:2px}
+#draft-report .draft-pass{color:var(--ok-color)}#draft-report .draft-fail{color:var(--bad-color)}
 #draft-report .draft-conf{display:inline-block;margin:0 .5em .2em 0;padding:1px 6px;border-radius:4px;
   background:rgba(59,130,246,.15)}
-#draft-report .draft-label{opacity:.75;font-size:12px}
+#draft-report .draft-label{color:var(--tl-muted);font-size:12px}
 #draft-report code{white-space:pre-wrap;word-break:break-all}
 </style>
 """
@@ -200,8 +200,7 @@ def draft_layout(open_btn: Any) -> DraftParts:
 
 
 def _note(text: str, kind: str = "info") -> str:
-    color = {"error": "#dc2626", "info": "inherit", "ok": "#16a34a"}.get(kind, "inherit")
-    return f'<div class="draft-note-{escape(kind)}" style="color:{color}">{escape(text)}</div>'
+    return f'<div class="draft-note draft-note-{escape(kind)}">{escape(text)}</div>'
 
 
 def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:

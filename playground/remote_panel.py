@@ -30,7 +30,7 @@ CSS = """
 .parity tr.whitespace td{background:#fef9c3;color:#713f12}
 .parity tr.differs td{background:#fee2e2;color:#7f1d1d;font-weight:600}
 .parity tr.template-only td{background:#f3f4f6;color:#374151}
-.parity .caveat{font-size:12px;margin:4px 0;color:inherit;opacity:.85}
+.parity .caveat{font-size:12px;margin:4px 0;color:var(--tl-muted)}
 .parity .sum-same{color:#065f46;background:#d1fae5;border-radius:6px;padding:2px 8px;display:inline-block}
 .parity .sum-differs{color:#991b1b;background:#fee2e2;border-radius:6px;padding:2px 8px;display:inline-block}
 """

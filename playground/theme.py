@@ -53,6 +53,9 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 #status .status-info .ico{color:var(--link-text-color)}
 .ico{width:1em;height:1em;flex:none;vertical-align:-0.15em;display:inline-block}
 #timeline-head{align-items:center}
+#load-model{align-self:center}
+#demo-row{gap:8px}
+#demo-row .gallery-item,#demo-row button.gallery-item{padding:2px 8px !important;font-size:13px}
 #timeline-head .tl-title{font-weight:700;font-size:15px;color:var(--body-text-color)}
 #confirm-replace{border:1px solid var(--warn-color);border-radius:8px;padding:6px;
  background:color-mix(in srgb,var(--warn-color) 10%,var(--background-fill-primary))}
@@ -146,6 +149,19 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 .insp table.insp-events{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12px}
 .insp table.insp-events td{padding:0 6px 0 0;color:var(--body-text-color)}
 .insp .ico{color:var(--color-accent)}
+
+/* ---------------------------------------------------------------- panels and Gradio's own text */
+.draft-note-error{color:var(--bad-color)}.draft-note-ok{color:var(--ok-color)}
+.doctor-basis{color:var(--tl-muted)}
+/* CodeMirror's line numbers: Gradio's grey is 1.9:1 on white */
+.cm-gutters .cm-gutterElement{color:var(--tl-muted) !important}
+/* JSON in chat cards and panels (Gradio's Prism colours are below 4.5:1 in both schemes) */
+body{--tok-key:#9d174d;--tok-str:#166534;--tok-num:#1e40af}
+body.dark{--tok-key:#f9a8d4;--tok-str:#86efac;--tok-num:#93c5fd}
+code .token.punctuation,code .token.operator{color:var(--body-text-color) !important}
+code .token.property{color:var(--tok-key) !important}
+code .token.string{color:var(--tok-str) !important}
+code .token.number,code .token.boolean,code .token.null,code .token.keyword{color:var(--tok-num) !important}
 """
 
 JS = r"""

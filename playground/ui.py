@@ -119,13 +119,13 @@ def _render_model_row(p: _Page, sess: Session, default_model: str, remotes: list
     with gr.Row(equal_height=True):
         p.model_box = gr.Textbox(value=default_model, label="Model (hub id or local folder)", elem_id="model-box",
                                  scale=3, max_lines=1)
-        p.load_btn = gr.Button("Load model", elem_id="load-model", scale=0, min_width=110, size="md")
+        p.load_btn = gr.Button("Load model", elem_id="load-model", scale=0, min_width=110, size="sm")
         p.status = gr.HTML(views.initial(sess, "status"), elem_id="status", min_height=24, scale=4)
     p.backend_ctl = remote_panel.build_backend_controls(remotes, allow_any)
 
 
 def _render_chat_tab(p: _Page, sess: Session) -> None:
-    p.chatbot = gr.Chatbot(elem_id="chatbot", height=260, label="Conversation (parsed turns)")
+    p.chatbot = gr.Chatbot(elem_id="chatbot", height=220, label="Conversation (parsed turns)")
     with gr.Row(equal_height=True):
         p.user_box = gr.Textbox(placeholder="Message… (Enter sends)", show_label=False, elem_id="user-input",
                                 scale=5, max_lines=4, container=False)
@@ -135,11 +135,13 @@ def _render_chat_tab(p: _Page, sess: Session) -> None:
                                 elem_id="tool-result", scale=5, max_lines=4, container=False)
         p.tool_btn = gr.Button("Send tool result", elem_id="send-tool-result", scale=2, size="md")
         p.clear_btn = gr.Button("Clear", size="md", elem_id="clear", scale=1, min_width=70)
-    with gr.Row():
-        gr.Examples([[m] for m in builtin_model.DEMO_PROMPTS], inputs=[p.user_box], label="Try a message",
-                    elem_id="demo-prompts")
-        gr.Examples([[builtin_model.DEMO_TOOL_RESULT]], inputs=[p.tool_box], label="Example tool result",
-                    elem_id="demo-tool-result")
+    with gr.Row(elem_id="demo-row"):
+        with gr.Column(scale=3, min_width=200):
+            gr.Examples([[m] for m in builtin_model.DEMO_PROMPTS], inputs=[p.user_box], label="Try a message",
+                        elem_id="demo-prompts")
+        with gr.Column(scale=2, min_width=160):
+            gr.Examples([[builtin_model.DEMO_TOOL_RESULT]], inputs=[p.tool_box], label="Example tool result",
+                        elem_id="demo-tool-result")
     with gr.Accordion("System prompt, tools and generation settings", open=False, elem_id="settings"):
         p.system_box = gr.Textbox(label="System prompt", lines=2, elem_id="system-prompt")
         p.tools_code = gr.Code(value=json.dumps(EXAMPLE_TOOLS, indent=2), language="json",
@@ -375,7 +377,7 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
 
     # the timeline window and the inspector
     on(p.timeline_from.submit, plain(handlers.move_window), [p.timeline_from])
-    on(p.inspect_request.input, plain(handlers.inspect), [p.inspect_request], trigger_mode="always_last",
+    on(p.inspect_request.change, plain(handlers.inspect), [p.inspect_request], trigger_mode="always_last",
        show_progress="hidden")
 
     # panels

@@ -74,6 +74,7 @@ _JS = r"""
         if (!el.getClientRects().length) continue;
         const st = getComputedStyle(el);
         if (st.visibility === 'hidden' || st.display === 'none') continue;
+        if (opacity(el) < 0.05) continue;  // not shown (a faded-out overlay): nothing to read
         const fg0 = rgba(st.color);
         if (!fg0) continue;
         const bg = background(el);
@@ -97,9 +98,21 @@ def contrast_report(page, roots: list[str]) -> dict:
     return page.evaluate(_JS, roots)
 
 
+def settle(page, roots: list[str], timeout: float = 60000) -> None:
+    """Wait until no element under or above ``roots`` is dimmed: Gradio fades an output (opacity) while an event
+    that writes it is pending, and a dimmed view is measured at its final colours only once that event is done."""
+    page.wait_for_function(
+        """roots => roots.every(sel => Array.from(document.querySelectorAll(sel)).every(root => {
+            for (let e = root; e && e.nodeType === 1; e = e.parentElement)
+                if (parseFloat(getComputedStyle(e).opacity) < 0.999) return false;
+            return Array.from(root.querySelectorAll('*')).every(e => parseFloat(getComputedStyle(e).opacity) >= 0.999
+                || parseFloat(getComputedStyle(e).opacity) < 0.05); }))""", arg=roots, timeout=timeout)
+
+
 def assert_readable(page, roots: list[str], min_checked: int = 1) -> int:
     """Fail with every element whose text is below WCAG AA contrast under ``roots``; returns how many
     text elements were checked (at least ``min_checked``, so an empty view cannot pass)."""
+    settle(page, roots)
     report = contrast_report(page, roots)
     bad = report["failures"]
     assert not bad, f"{len(bad)} text elements below WCAG AA contrast: " + "; ".join(
