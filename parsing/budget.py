@@ -14,6 +14,7 @@ from time import perf_counter, thread_time
 from typing import Any
 
 from .errors import BudgetExceededError, PatternTimeoutError
+from .regex_cost import unguarded_length
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,9 @@ class SearchClock:
     Reading the CPU clock costs about as much as a short regex call, so a call is timed by the wall clock first:
     one that took at most `UNCOUNTED_CALL_S` of wall-clock time took no more CPU time, and does not count. The
     first call of a delimiter that takes longer counts its wall-clock time (an upper bound of its CPU time); from
-    then on, that delimiter's calls in this parse are timed in CPU time.
+    then on, that delimiter's calls in this parse are timed in CPU time. A call on no more text than its
+    pattern's `parsing.regex_cost.unguarded_length` runs without the ``regex`` timeout (which costs more than such
+    a call): its work is bounded, and it is timed the same way once it returns.
     """
 
     __slots__ = ("spent", "slow")
@@ -145,7 +148,8 @@ class SearchClock:
             PatternTimeoutError: this search has spent its budget (in this call or summed over earlier ones).
             BudgetExceededError: the deadline passed before or during the call.
         """
-        call = getattr(delim.regex if pattern is None else pattern, method)
+        compiled = delim.regex if pattern is None else pattern
+        call = getattr(compiled, method)
         limit = ctx.regex_timeout
         if limit is None and ctx.deadline is None:
             return call(text, pos, None, None, partial)
@@ -159,11 +163,14 @@ class SearchClock:
             if until_deadline <= 0:
                 raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind, pattern=delim.source)
         by_deadline = until_deadline is not None and (left is None or until_deadline < left)
+        timeout = until_deadline if by_deadline else left
+        if until_deadline is None and len(text) - pos <= unguarded_length(compiled):
+            timeout = None  # the text bounds the call's work (`parsing.regex_cost`); it is still timed below
         started = perf_counter()
         cpu_started = thread_time() if key in self.slow else None
         try:
             # Positional arguments (string, pos, endpos, concurrent, partial, timeout): keywords cost more.
-            result = call(text, pos, None, None, partial, until_deadline if by_deadline else left)
+            result = call(text, pos, None, None, partial, timeout)
         except TimeoutError:
             if by_deadline:
                 raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind,
