@@ -59,11 +59,15 @@ class Branch:
         decided: a complete match of it that ends before the buffer edge is final.
         edge_final: so is one that ends at the edge: a decided branch that ends with a single character (no
             repeat of variable length, no lookahead, so nothing read past its last character).
+        sure_failure: when it fails at a position even as a partial match, no text appended can make it match
+            there: it has no assertion that `regex`'s partial matching decides at the buffer edge as if the text
+            ended there (``\\b``, ``\\B``, ``$``, a negative lookaround; `a\\B|a` seeing ``a``).
     """
 
     regex: object
     decided: bool
     edge_final: bool = False
+    sure_failure: bool = False
 
 
 def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
@@ -84,7 +88,8 @@ def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
             return None  # an inline global flag applies to every branch: splitting would drop it
         tree = _parse(part)
         decided = tree is not None and _is_decided(tree)
-        branches.append(Branch(rx, decided, decided and _ends_with_a_character(tree)))
+        branches.append(Branch(rx, decided, decided and _ends_with_a_character(tree),
+                               tree is not None and not _edge_blind(list(tree))))
     if not any(b.decided for b in branches):
         return None
     return tuple(branches)
@@ -167,6 +172,26 @@ def _is_decided(tree) -> bool:
         return True
     except _Unknown:
         return False
+
+
+def _edge_blind(items) -> bool:
+    """Whether ``items`` hold an assertion other than ``^``/``\\A`` or a positive lookaround, or a conditional."""
+    for op, av in items:
+        if op is _c.AT and av not in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
+            return True
+        if op in (_c.ASSERT_NOT, _c.GROUPREF_EXISTS, _c.GROUPREF):
+            return True
+        if op is _c.ASSERT and _edge_blind(list(av[1])):
+            return True
+        if op is _c.SUBPATTERN and _edge_blind(list(av[-1])):
+            return True
+        if op is _c.BRANCH and any(_edge_blind(list(alt)) for alt in av[1]):
+            return True
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)) and _edge_blind(list(av[2])):
+            return True
+        if op is getattr(_c, "ATOMIC_GROUP", None) and _edge_blind(list(av)):
+            return True
+    return False
 
 
 def _ends_with_a_character(tree) -> bool:

@@ -610,6 +610,8 @@ def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContex
     for branch in branches:
         m = clock.run(delim, "match", buf, start, ctx, partial=True, pattern=branch.regex)
         if m is None:
+            if not branch.sure_failure:
+                return False  # more text might still make it match here (`a\B|a` seeing `a`)
             continue
         return (branch.decided if stop < len(buf) else branch.edge_final) and not m.partial and m.end() == stop
     return False

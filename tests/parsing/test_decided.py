@@ -38,6 +38,8 @@ def check(pattern: str, text: str, more: list[str]) -> None:
         for i, branch in enumerate(branches):
             m = branch.regex.match(text, start, partial=True)
             if m is None:
+                if not branch.sure_failure:
+                    break  # the scanner calls nothing decided past a failure it cannot trust
                 continue
             final = branch.decided if m.end() < len(text) else branch.edge_final
             if final and not m.partial:
@@ -98,3 +100,21 @@ def test_shapes():
 
     assert at_edge(r"(?=>>>[\w.-]+\n)|<\|eot_id\|>") == [False, True]
     assert at_edge(r"</think>\s*|<a>(?=x)|<b>[^>]*>") == [False, False, True]
+    sure = [b.sure_failure for b in decided_branches(r"ab\B|a|(?!x)b|c$|<d>",
+                                                            regex.compile(r"ab\B|a|(?!x)b|c$|<d>", regex.DOTALL))]
+    assert sure == [False, True, False, False, True]
+
+
+def test_an_earlier_edge_blind_branch_is_never_trusted_to_fail():
+    """`ab\\B|a` seeing `ab` at the edge: `regex` says `ab\\B` fails there (it decides `\\B` as if the text ended),
+    but after `c` it matches `ab`. Streamed, the open must wait for that, as one-shot parsing sees it."""
+    from parsing import parse_response
+    from parsing.streams import parse_stream
+
+    template = {"start_anchor": "S", "fields": {"content": {}, "x": {
+        "open_pattern": r"ab\B|a", "close": "<e>", "repeats": True, "transform": {"v": "{content}"}}}}
+    text = "xabc<e>"
+    expected = parse_response(text, template, prefix="")
+    assert expected == {"content": "x", "x": [{"v": "c"}]}
+    for chunks in (["xab", "c<e>"], list(text), ["xa", "bc<e>"]):
+        assert parse_stream(template, "", chunks).result() == expected, chunks
