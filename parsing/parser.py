@@ -321,11 +321,20 @@ class ResponseParser:
 
     def _finalize(self) -> tuple[dict, list[dict]]:
         events: list[dict] = []
-        # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only
-        # follow where no more text can come), then flushes at the end of the stream.
-        if not self._reference_feed_stalls():
-            self._process(events, eos=False, as_reference=True)
-        self._process(events, eos=True)
+        watch = self._watch[self._current]
+        finder = watch.finder
+        end = self._end
+        if (not self._spans and finder is not None and self._pos == end and (self._pos or not watch.at_start)
+                and finder.search(self._buf, end - self._base) is None):
+            # Nothing unconsumed, and no delimiter of this state can start in empty text (a state with a finder
+            # has no delimiter searched from an earlier origin): both steps below would only close the region.
+            self._close_current(events, end, end)
+        else:
+            # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only
+            # follow where no more text can come), then flushes at the end of the stream.
+            if not self._reference_feed_stalls():
+                self._process(events, eos=False, as_reference=True)
+            self._process(events, eos=True)
         if self._spans and self._pos < self._end:
             # Text left unparsed (only after a zero-width implicit close): account for it.
             self._segment("discarded", None, self._pos, self._end)
