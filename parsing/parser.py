@@ -43,6 +43,8 @@ DEFAULT_REGEX_TIMEOUT = 1.0
 BODY_BLOCK = 256
 # Chunks a fast-path feed leaves unjoined behind the scan buffer (joined, and the buffer trimmed, this often).
 TAIL_CHUNKS = 64
+# Prefix states kept per template (`_Plan.prefix_states`).
+PREFIX_STATES = 32
 
 _PREFIX_REQUIRED = (
     # transformers 5.23's text, to the letter (callers match on it)
@@ -56,7 +58,7 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("watch", "dirty", "fast", "keep_context", "context", "history", "origin_search", "defaults",
+    __slots__ = ("prefix_states", "watch", "dirty", "fast", "keep_context", "context", "history", "origin_search", "defaults",
                  "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
@@ -84,6 +86,10 @@ class _Plan:
         # Defaults made of strings and numbers only are copied with `dict`, not `deepcopy` (a per-parse cost).
         self.plain_defaults = all(type(v) in (str, int, float, bool, type(None)) for v in template.defaults.values())
         self.required = tuple(name for name, f in template.fields.items() if not f.optional)
+        # (kept prefix, regex_timeout) -> the parser's state after reading that prefix, when reading it committed
+        # no region and left no search state behind (`ResponseParser._read_prefix`): most responses of one
+        # template start from one of a few generation prompts ("<think>\n").
+        self.prefix_states: dict = {}
 
     @staticmethod
     def of(template: CompiledTemplate) -> "_Plan":
@@ -227,11 +233,46 @@ class ResponseParser:
         if self._spans:
             self.dropped_prefix = dropped
         if kept:
+            reusable = not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
+            states = _Plan.of(self.template).prefix_states
+            key = (kept, self._limits.regex_timeout)
+            if reusable and key in states:
+                self._restore(states[key])
+                return
             self.prefix_length = len(kept)
             self._append(kept)
             # The reference runs the prefix through its parser on its own, before any generation, so the end
             # of the prefix is a chunk boundary even for a one-shot parse: decided by its rule there.
             self._process(self.initial_events, eos=False, as_reference=True)
+            if reusable and self._reusable_state():
+                if len(states) >= PREFIX_STATES:
+                    states.clear()
+                states[key] = (self._buf, self._base, self._pos, self._origin, self._state_start, self._current,
+                               self._opened, dict(self._captures), tuple(self._body), tuple(self._body_blocks),
+                               None if self._history is None else tuple(self._history), self._history_len,
+                               self.prefix_length, tuple(dict(e) for e in self.initial_events))
+
+    def _reusable_state(self) -> bool:
+        """Whether the state after reading the prefix can be handed to another parser of the same template and
+        prefix: no region closed (the message is still the defaults, no value was built, so tools and content
+        parsers played no part), nothing left unjoined, and no search state (regex time spent, matches waiting)."""
+        clock = self._clock
+        return (not self._tail and all(e["type"] in ("region_open", "region_chunk") for e in self.initial_events)
+                and self._output == self.template.defaults
+                and (clock is None or not (clock.spent or clock.slow or clock.waiting or clock.lookbehinds
+                                           or clock.deferred is not None)))
+
+    def _restore(self, state: tuple) -> None:
+        """Take the state another parser reached after reading the same prefix (see `_reusable_state`)."""
+        (self._buf, self._base, self._pos, self._origin, self._state_start, self._current, self._opened, captures,
+         body, blocks, history, self._history_len, self.prefix_length, events) = state
+        self._fast = self._fast_states[self._current]
+        self._captures = dict(captures)
+        self._body = list(body)
+        self._body_blocks = list(blocks)
+        if history is not None:
+            self._history = list(history)
+        self.initial_events = [dict(e) for e in events]
 
     # ----------------------------------------------------------------- public API
     def feed(self, text: str) -> list[dict]:
