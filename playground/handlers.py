@@ -27,7 +27,8 @@ from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
 from .state import Origin, Session
-from .streaming import PREVIEW_CHARS, PREVIEW_INTERVAL, Pacer, Throttle, preview_message, stream_views
+from .streaming import (PREVIEW_CHARS, PREVIEW_INTERVAL, PREVIEW_ITEMS, Pacer, Throttle, preview_message,
+                        stream_views)
 
 __all__ = ["PageConfig", "ChatSettings", "ExportOutcome", "edit_template", "pick_library", "confirm_replace",
            "keep_edits", "restore_editor", "load_model", "send_user", "send_tool", "stop", "clear_chat",
@@ -384,8 +385,8 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
                 preview = throttle()
                 sess.show(view, preview)
                 if preview:
-                    sess.show_turn(render.assistant_turn(
-                        render.clip_strings(preview_message(view), PREVIEW_CHARS), streaming=True))
+                    shown = render.clip_strings(preview_message(view), PREVIEW_CHARS, items=PREVIEW_ITEMS)
+                    sess.show_turn(render.assistant_turn(shown, streaming=True))
                 yield sess
         finally:
             gen.close()

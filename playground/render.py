@@ -293,13 +293,28 @@ def legend_html(field_names: list[str]) -> str:
     return f'<div class="legend tlv">{"".join(sw)} <span class="marks">{marks}</span></div>'
 
 
-def events_html(events: list[dict], limit: int = EVENT_ROWS) -> str:
-    """Event log table (index, phase, type, field, text or value, dirty); the last ``limit`` rows.
+def _rows_around(events, around: int, limit: int) -> int:
+    """Index of the first of ``limit`` rows centred on the first event whose span reaches character ``around``."""
+    n = len(events)
+    hit = n - 1
+    for i in range(n):
+        ev = events[i]
+        if "start" in ev and ev.get("end", ev["start"]) > around or ev.get("start", -1) >= around:
+            hit = i
+            break
+    return max(0, min(hit - limit // 3, n - limit))
+
+
+def events_html(events: list[dict], limit: int = EVENT_ROWS, around: int | None = None) -> str:
+    """Event log table (index, phase, type, field, text or value, dirty): the last ``limit`` rows, or, with
+    ``around`` (a character offset: the inspected one), ``limit`` rows around the first event that reaches it.
 
     Rows carry ``data-f``, ``data-s`` and ``data-e`` (the event's span) so the page can point the timeline at
     them; chunk text shows whitespace as visible marks (`visible_whitespace`)."""
     rows = []
-    shown = events[-limit:] if len(events) > limit else events
+    first = 0 if len(events) <= limit else (len(events) - limit if around is None else
+                                           _rows_around(events, around, limit))
+    shown = [events[i] for i in range(first, min(len(events), first + limit))] if len(events) > limit else events
     for ev in shown:
         t = ev.get("type", "")
         if t == "region_chunk":
@@ -318,8 +333,11 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS) -> str:
                     f'<td class="fcol {field_class(f)}">{escape(f or "")}</td>'
                     f'<td class="t">{escape(_clip(body, 300))}</td><td>{dirty}</td></tr>')
     note = ""
-    if len(events) > limit:
+    if len(events) > limit and first + limit >= len(events):
         note = f'<div class="tl-note">Showing the last {limit} of {len(events)} events.</div>'
+    elif len(events) > limit:
+        note = (f'<div class="tl-note">Showing events {first}–{first + limit - 1} of {len(events)} (around the '
+                f'inspected character).</div>')
     return (f'<div class="evlog">{note}<table><thead><tr><th>#</th><th>phase</th><th>type</th><th>field</th>'
             f'<th>text / value</th><th>dirty</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
@@ -333,21 +351,21 @@ def partial_message(events: list[dict]) -> dict:
     return preview.value()
 
 
-def clip_strings(value: Any, limit: int = 1500, tail: bool = True) -> Any:
+def clip_strings(value: Any, limit: int = 1500, tail: bool = True, items: int | None = None) -> Any:
     """Copy of ``value`` with every string longer than ``limit`` cut to ``limit`` characters
-    (its end when ``tail``, else its start) plus a note of how much was cut; lists longer than
-    ``limit // 30`` items are cut the same way.  Used for live previews of huge messages."""
+    (its end when ``tail``, else its start) plus a note of how much was cut; lists longer than ``items``
+    (default ``limit // 30``) items are cut the same way.  Used for live previews of huge messages."""
     if isinstance(value, str):
         if len(value) <= limit:
             return value
         cut = len(value) - limit
         return f"[… {cut} characters not shown …]" + value[-limit:] if tail else value[:limit] + f"[… {cut} more …]"
     if isinstance(value, dict):
-        return {k: clip_strings(v, limit, tail) for k, v in value.items()}
+        return {k: clip_strings(v, limit, tail, items) for k, v in value.items()}
     if isinstance(value, list):
-        n = max(1, limit // 30)
-        items = value[-n:] if tail else value[:n]
-        out = [clip_strings(v, limit, tail) for v in items]
+        n = max(1, limit // 30 if items is None else items)
+        kept = value[-n:] if tail else value[:n]
+        out = [clip_strings(v, limit, tail, items) for v in kept]
         if len(value) > n:
             note = f"[… {len(value) - n} more items not shown …]"
             out = [note] + out if tail else out + [note]

@@ -24,6 +24,7 @@ PREVIEW_INTERVAL = 0.5  # seconds between live updates of the message JSON, chat
 STREAM_WINDOW = 1200  # characters of timeline drawn while streaming (the final state draws more)
 STREAM_EVENT_ROWS = 100  # event-log rows sent with live previews
 PREVIEW_CHARS = 1500  # characters per string in live previews
+PREVIEW_ITEMS = 8  # list items (tool calls) in live previews: each is a card the browser renders again per preview
 FINAL_TURN_CHARS = 20000  # characters per string in the final rendered chat turn (the JSON has all)
 REPLAY_SECONDS = 3.0  # a replay takes about this long (longer only when parsing and drawing need it)
 
@@ -132,7 +133,7 @@ def draw(view: ParseView, check: dict | None = None, *, start: int | None = None
         turn = render.assistant_turn(render.clip_strings(msg, FINAL_TURN_CHARS, tail=False))
         events = render.events_html(view.events)
     elif preview:
-        shown = render.clip_strings(preview_message(view), PREVIEW_CHARS)
+        shown = render.clip_strings(preview_message(view), PREVIEW_CHARS, items=PREVIEW_ITEMS)
         turn = render.assistant_turn(shown, streaming=True)
         events = render.events_html(view.events, limit=STREAM_EVENT_ROWS)
     else:

@@ -28,9 +28,9 @@ def _field_css() -> str:
 
 
 CSS = """
-body{--tl-muted:color-mix(in srgb,var(--body-text-color) 68%,var(--background-fill-primary));
+body{--tl-muted:color-mix(in srgb,var(--body-text-color) 78%,var(--background-fill-primary));
  --tl-tick:color-mix(in srgb,var(--body-text-color) 55%,transparent);--tl-stripe:rgba(0,0,0,.12);
- --ok-color:#15803d;--warn-color:#b45309;--bad-color:#b91c1c;--neutral-color:#475569;
+ --ok-color:#166534;--warn-color:#92400e;--bad-color:#b91c1c;--neutral-color:#475569;
  --held-color:#d97706;--err-color:#dc2626;--tpl-bad-line:#fecaca;--tpl-bad-border:#dc2626;
  --tpl-warn-line:#fef3c7;--ink-on-strong:""" + INK_LIGHT + """;--ink-on-light:""" + INK_DARK + """}
 body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbbf24;--bad-color:#f87171;
@@ -153,8 +153,16 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 /* ---------------------------------------------------------------- panels and Gradio's own text */
 .draft-note-error{color:var(--bad-color)}.draft-note-ok{color:var(--ok-color)}
 .doctor-basis{color:var(--tl-muted)}
-/* CodeMirror's line numbers: Gradio's grey is 1.9:1 on white */
+/* Gradio's primary (orange) and stop (red) buttons carry white text at 3.6:1: darker fills, in both schemes */
+body,body.dark{--button-primary-background-fill:#c2410c;--button-primary-background-fill-hover:#9a3412;
+ --button-primary-text-color:#fff;--button-cancel-background-fill:#b91c1c;
+ --button-cancel-background-fill-hover:#991b1b;--button-cancel-text-color:#fff}
+/* CodeMirror's line numbers (1.9:1 on white) and syntax colours (pastels down to 2:1 on white): the theme's text */
 .cm-gutters .cm-gutterElement{color:var(--tl-muted) !important}
+.cm-content .cm-line span{color:var(--body-text-color) !important}
+/* Gradio draws reasoning and tool-call cards at opacity .8, which takes body text below 4.5:1: full strength */
+#chatbot .message-content,#parsed-turn .message-content,#chatbot .message-content :not(svg):not(svg *),
+#parsed-turn .message-content :not(svg):not(svg *){opacity:1 !important}
 /* JSON in chat cards and panels (Gradio's Prism colours are below 4.5:1 in both schemes) */
 body{--tok-key:#9d174d;--tok-str:#166534;--tok-num:#1e40af}
 body.dark{--tok-key:#f9a8d4;--tok-str:#86efac;--tok-num:#93c5fd}
@@ -200,6 +208,7 @@ JS = r"""
     const hits = qa('#events tr[data-s]').filter(r => overlaps(r, sel.a, sel.b));
     hits.forEach(r => r.classList.add('sel'));
     if (scroll && hits.length) scrollInto(hits[0], q('#events .evlog'));
+    return hits.length > 0;
   }
   function caret(e, span) {
     const n = (+span.dataset.e) - (+span.dataset.s);
@@ -212,7 +221,7 @@ JS = r"""
     if (span) {
       sel = {a: +span.dataset.s, b: +span.dataset.e};
       markSpans(false);
-      markRows(true);
+      if (!markRows(true)) sel.rows = true;  // its rows are not in the log yet: the server redraws it around them
       ask('pin:' + (sel.a + caret(e, span)));
       return;
     }
@@ -265,7 +274,7 @@ JS = r"""
       if (tl && tl.dataset.status === 'streaming') { sel = null; return; }  // a new run: nothing selected
       const scroll = !!sel.scroll;
       if (markSpans(scroll) && scroll) sel.scroll = false;
-      markRows(false);
+      if (markRows(!!sel.rows) && sel.rows) sel.rows = false;
     });
     targets.forEach(t => ob.observe(t, {childList: true, subtree: true}));
   }

@@ -128,9 +128,11 @@ def legend(p: _Pass) -> str:
 
 
 def events(p: _Pass) -> Any:
-    d = p.drawn
+    d, s = p.drawn, p.sess
     if d is None:
         return ""
+    if d.final and s.inspect_at is not None:  # the rows around the inspected character (they may be cut)
+        return render.events_html(s.view.events, around=s.inspect_at)
     return d.events if d.events is not None else gr.skip()
 
 
@@ -181,7 +183,7 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("stop", ("phase",), stop),
     ("timeline", ("run", "frame", "window"), timeline),
     ("legend", ("run",), legend),
-    ("events", ("run", "preview"), events),
+    ("events", ("run", "preview", "inspect"), events),
     ("message", ("run", "preview"), message),
     ("turn", ("run", "preview"), turn),
     ("check", ("run",), check),

@@ -98,15 +98,34 @@ def contrast_report(page, roots: list[str]) -> dict:
     return page.evaluate(_JS, roots)
 
 
+_PENDING = r"""
+roots => {
+  const out = [];
+  for (const sel of roots) for (const root of document.querySelectorAll(sel)) {
+    const block = root.closest('.block') || root;
+    for (const t of block.querySelectorAll('[data-testid=status-tracker]'))
+      if (!t.classList.contains('hide')) out.push(`${sel}: ${t.className}`);
+    // an output of an event running elsewhere is faded, and fades back in (Gradio's own design fades text to .8
+    // at most): wait for that to end
+    const chain = [];
+    for (let e = root.parentElement; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
+    for (const e of [...chain, root, ...root.querySelectorAll('*')]) {
+      const o = parseFloat(getComputedStyle(e).opacity);
+      if (o >= 0.05 && o < 0.79 && !e.closest('svg')) out.push(`${sel}: ${e.tagName.toLowerCase()} at opacity ${o}`);
+    }
+  }
+  return out;
+}
+"""
+
+
 def settle(page, roots: list[str], timeout: float = 60000) -> None:
-    """Wait until no element under or above ``roots`` is dimmed: Gradio fades an output (opacity) while an event
-    that writes it is pending, and a dimmed view is measured at its final colours only once that event is done."""
-    page.wait_for_function(
-        """roots => roots.every(sel => Array.from(document.querySelectorAll(sel)).every(root => {
-            for (let e = root; e && e.nodeType === 1; e = e.parentElement)
-                if (parseFloat(getComputedStyle(e).opacity) < 0.999) return false;
-            return Array.from(root.querySelectorAll('*')).every(e => parseFloat(getComputedStyle(e).opacity) >= 0.999
-                || parseFloat(getComputedStyle(e).opacity) < 0.05); }))""", arg=roots, timeout=timeout)
+    """Wait until no event that writes ``roots`` is pending: Gradio dims an output while such an event runs (its
+    status tracker shows, the content fades), and a view is measured at its final colours only once it is done."""
+    try:
+        page.wait_for_function(f"roots => ({_PENDING})(roots).length === 0", arg=roots, timeout=timeout)
+    except Exception as e:
+        raise AssertionError(f"still pending after {timeout / 1000:g} s: {page.evaluate(_PENDING, roots)[:8]}") from e
 
 
 def assert_readable(page, roots: list[str], min_checked: int = 1) -> int:

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from conftest import open_app
+from contrast import assert_readable
 
 
 def editor_json(page):
@@ -52,6 +53,7 @@ def test_draft_shows_evidence_then_replaces_the_editor(browser, app_url, scheme)
     box = mark.bounding_box()
     assert box and box["width"] > 5 and box["height"] > 5
     assert mark.inner_text().strip()
+    assert_readable(page, ["#draft-panel"], min_checked=20)  # WCAG AA text contrast in this scheme
     assert editor_json(page) == before  # nothing changed yet
 
     page.click("#draft-use")

@@ -1,6 +1,7 @@
 """Timeline HTML: escaping of hostile text, exact coverage of the text, markers, bounded DOM."""
 
 import json
+import re
 from html.parser import HTMLParser
 
 import parsing
@@ -143,6 +144,23 @@ def test_event_log_rows_and_cap():
     out = render.events_html(view.events, limit=50)
     assert out.count("<tr class=") == 50
     assert f"last 50 of {len(view.events)}" in out
+
+
+def test_event_log_shows_the_rows_around_the_inspected_character():
+    raw = "r\n</think>\n" + "".join(f"w{i} " for i in range(400)) + "<|im_end|>"
+    view = parse_run(_run(raw))
+    events = list(view.events)
+    x = view.prefix_length + raw.index("w7 ")  # early: its rows are not among the last 50
+    first_hit = next(i for i, ev in enumerate(events) if "start" in ev and ev.get("end", ev["start"]) > x)
+    assert first_hit < len(events) - 50
+    out = render.events_html(view.events, limit=50, around=x)
+    assert out.count("<tr class=") == 50
+    starts = [int(v) for v in re.findall(r'data-s="(\d+)"', out)]
+    ends = [int(v) for v in re.findall(r'data-e="(\d+)"', out)]
+    assert any(s <= x < e for s, e in zip(starts, ends))  # the inspected character's own row is shown
+    assert f"of {len(events)}" in out and "last 50" not in out
+    # late characters (and no character) give the last rows, as before
+    assert "last 50" in render.events_html(view.events, limit=50, around=len(view.text) - 1)
 
 
 def test_assistant_turn_renders_reasoning_and_tool_cards():
