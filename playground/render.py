@@ -116,15 +116,15 @@ def escape(s: Any) -> str:
     return html.escape(show_bidi(str(s)), quote=True)
 
 
-_WHITESPACE_MARKS = {"\n": "↵", "\t": "⇥", "\r": "␍", " ": "␠"}
+_WHITESPACE_MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤", " ": "␣"}  # glyphs common fonts (DejaVu too) have
 
 
 def visible_whitespace(s: str) -> str:
-    """``s`` for a one-line cell: newlines, tabs and carriage returns as ``↵ ⇥ ␍`` (never a line break), and
-    spaces as ``␠`` when ``s`` is nothing but whitespace (a blank cell would hide it)."""
+    """``s`` for a one-line cell: newlines, tabs and carriage returns as ``↵ ⇥ ⇤`` (never a line break), and
+    spaces as ``␣`` when ``s`` is nothing but whitespace (a blank cell would hide it)."""
     if s.strip() == "" and s:
         return "".join(_WHITESPACE_MARKS.get(c, c) for c in s)
-    return s.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥")
+    return s.replace("\r", "⇤").replace("\n", "↵").replace("\t", "⇥")
 
 
 def _clip(s: str, n: int = 200) -> str:

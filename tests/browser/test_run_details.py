@@ -113,6 +113,6 @@ def test_whitespace_chunks_are_visible_marks_in_the_event_log(page):
                           ".map(td => td.innerText)")
     assert cells and all(c.strip() for c in cells), cells  # no blank cell
     joined = "".join(cells)
-    assert "↵" in joined and "␠" in joined and "⇥" in joined, cells
+    assert "↵" in joined and "␣" in joined and "⇥" in joined, cells
     assert "\n" not in joined, "a newline in the text drew as a real line break"
     page.wait_for_selector(FINAL)
