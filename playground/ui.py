@@ -33,6 +33,13 @@ from .limits import Limits
 from .session import SKELETON_TEMPLATE, template_to_text
 from .state import Origin, Session
 
+# The editor's text kept in the visitor's browser (localStorage) under this key. Gradio encrypts a BrowserState
+# with a random secret per start unless given one: the app's next start (a Space waking up, a redeploy) could then
+# not read back what the visitor was editing. The value is the visitor's own template in their own browser, so a
+# fixed secret hides nothing that needs hiding.
+EDITOR_STORE_KEY = "response-template-playground-editor"
+EDITOR_STORE_SECRET = "response-template-playground"
+
 SPEC_URL = "https://huggingface.co/docs/transformers/main/en/chat_response_parsing"
 
 # The built-in model's demo conversation: its tools, prompts and a tool result to send back.
@@ -435,7 +442,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     p = _Page()
     with gr.Blocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
         p.session = gr.State(sess, time_to_live=limits.session_ttl, delete_callback=_forget_session)
-        p.store = gr.BrowserState({}, storage_key="response-template-playground-editor")
+        p.store = gr.BrowserState({}, storage_key=EDITOR_STORE_KEY, secret=EDITOR_STORE_SECRET)
         _render_header(p)
         _render_model_row(p, sess, default_model, remotes, allow_any_remote)
         with gr.Row():

@@ -143,6 +143,46 @@ def test_editor_text_is_kept_per_browser(browser, app_url):
         ctx.close()
 
 
+def test_editor_text_survives_a_restart_of_the_app(browser, model_dir):
+    """A Space that sleeps and wakes (or is redeployed) starts a new app on the same address: the browser's kept
+    edits are read back by it."""
+    from conftest import _free_port
+    from playground.ui import build_ui, launch_kwargs
+
+    port = _free_port()
+
+    def start():
+        demo = build_ui(model_dir)
+        demo.queue(default_concurrency_limit=4)
+        demo.launch(server_name="127.0.0.1", server_port=port, ssr_mode=False, prevent_thread_lock=True, quiet=True,
+                    **launch_kwargs())
+        return demo
+
+    edited = dict(PLAIN, defaults={"role": "assistant", "kept": "across restarts"})
+    url = f"http://127.0.0.1:{port}/"
+    demo = start()
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = ctx.new_page()
+        page.goto(url, wait_until="domcontentloaded")
+        page.wait_for_selector("#template .cm-line", timeout=30000)
+        set_code(page, "template", json.dumps(edited, indent=2))
+        page.wait_for_function("() => document.querySelector('#template-status #tpl-ok') && "
+                               "document.querySelector('#template-status').innerText.includes('edited')")
+        page.wait_for_function("() => localStorage.getItem('response-template-playground-editor') !== null")
+        page.close()
+        demo.close()
+        demo = start()  # a new app: new random secrets everywhere else, same address
+        page = ctx.new_page()
+        page.goto(url, wait_until="domcontentloaded")
+        page.wait_for_selector("#template .cm-line", timeout=30000)
+        wait_code(page, "template", edited)
+        wait_status(page, "Restored")
+    finally:
+        ctx.close()
+        demo.close()
+
+
 @pytest.fixture(scope="module")
 def no_model_url():
     """An app whose model never loaded (a bad default): chatting says so and keeps the message."""
