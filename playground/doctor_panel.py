@@ -215,6 +215,12 @@ def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
     return [str(tpath), str(cpath)]
 
 
+def _model_in_use(sess: Any, model_box: str | None) -> str:
+    """The model the page uses (the last one loaded: ``Session.model_id``), else the one typed in the model box.
+    A failed load leaves the box naming a model that is not loaded; the Doctor must not use that one."""
+    return getattr(sess, "model_id", None) or (model_box or "")
+
+
 def _tokenizer(ctx: Any, model_name: str) -> Any:
     lm = ctx.load_model(model_name)
     return lm.tokenizer
@@ -284,7 +290,8 @@ def build_doctor_panel(ctx: Any) -> None:
 
     # ---------------------------------------------------------------------------------- handlers
 
-    def do_lint(tpl_text, check_anchor, model_name):
+    def do_lint(tpl_text, check_anchor, sess, model_box):
+        model_name = _model_in_use(sess, model_box)
         try:
             tok_note = ""
             prompt = None
@@ -316,7 +323,8 @@ def build_doctor_panel(ctx: Any) -> None:
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 
-    def do_roundtrip(tpl_text, model_name):
+    def do_roundtrip(tpl_text, sess, model_box):
+        model_name = _model_in_use(sess, model_box)
         try:
             if not (model_name or "").strip():
                 return _note("Load a model first: the round trip uses its chat template.", "error")
@@ -377,14 +385,14 @@ def build_doctor_panel(ctx: Any) -> None:
         except Exception as exc:  # noqa: BLE001
             return gr.skip(), _problem(exc)
 
-    lint_btn.click(do_lint, [ctx.template, use_tok, ctx.model_box], [lint_out])
+    lint_btn.click(do_lint, [ctx.template, use_tok, ctx.session, ctx.model_box], [lint_out])
     check_inputs = [ctx.template, ctx.session, n_chunk]
     checks_btn.click(do_checks, check_inputs, [checks_out])
     # "On every parse": every parse in the playground (chat, paste, replay, template edit) ends by updating the
     # status line, so re-check then; always_last drops stale runs while edits keep coming.
     ctx.status.change(do_checks, check_inputs, [checks_out], trigger_mode="always_last", show_progress="hidden")
     ctx.template.change(do_checks, check_inputs, [checks_out], trigger_mode="always_last", show_progress="hidden")
-    rt_btn.click(do_roundtrip, [ctx.template, ctx.model_box], [rt_out])
+    rt_btn.click(do_roundtrip, [ctx.template, ctx.session, ctx.model_box], [rt_out])
     fill_btn.click(do_fill, [ctx.template, ctx.session], [expected, note])
     save_btn.click(do_save, [ctx.template, ctx.session, expected, case_name, suite], [suite, note])
     upload.upload(do_upload, [upload], [suite, note])

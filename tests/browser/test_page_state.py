@@ -117,6 +117,11 @@ def test_a_failed_load_keeps_the_model_in_use(page):
         wait_status(page, "Done", timeout=60000)
         assert "no-such-org" not in page.inner_text("#status")
     assert "two" in page.inner_text("#chatbot")
+    # the Doctor uses the model in use too, not the id left in the model box
+    tab(page, "Doctor")
+    page.click("#doctor-roundtrip-btn")
+    page.wait_for_selector("#doctor-roundtrip .doctor-rt-case", timeout=60000)
+    assert "no-such-org" not in page.inner_text("#doctor-roundtrip")
 
 
 def test_editor_text_is_kept_per_browser(browser, app_url):
