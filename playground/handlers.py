@@ -22,7 +22,7 @@ from parsing.streams import tokenish_chunks
 
 from . import backends, guard, remote_panel, render
 from .export import export_template, fresh_export_dir
-from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, library_template_text
+from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, example_transcript_names, library_template_text
 from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
@@ -497,7 +497,14 @@ def replay_last(sess: Session, editor_text: str | None, page: PageConfig,
 
 def example_replay(sess: Session, family: str, transcript: str, page: PageConfig,
                    session_hash: str | None = None) -> Iterator[Session]:
-    """Load an example's template (asking first when it would replace edits) and replay its transcript."""
+    """Load an example's template (asking first when it would replace edits) and replay its transcript.
+
+    A transcript that is not one of ``family``'s is the previous family's, sent before the page had the new list
+    (a Replay right after a family pick): the family's first transcript is replayed, the one the list then shows.
+    """
+    names = example_transcript_names(family)
+    if names and transcript not in names:
+        transcript = names[0]
     try:
         run = example_run(family, transcript)
     except ValueError as e:

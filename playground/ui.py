@@ -177,8 +177,11 @@ def _render_examples_tab(p: _Page, families: list[str]) -> None:
     p.ex_family = gr.Dropdown(families, value=families[0] if families else None, label="Family",
                               elem_id="example-family")
     first = example_transcript_names(families[0]) if families else []
+    # custom values allowed: a Replay sent before a family pick's new list arrives carries the old family's
+    # transcript, which Gradio would refuse with a bare "Error" before any handler runs (handlers.example_replay
+    # resolves it)
     p.ex_transcript = gr.Dropdown(first, value=first[0] if first else None, label="Transcript",
-                                  elem_id="example-transcript")
+                                  elem_id="example-transcript", allow_custom_value=True)
     p.ex_replay_btn = gr.Button("Replay example (loads its template)", variant="primary", elem_id="example-replay")
 
 

@@ -95,6 +95,24 @@ def _by_view(outputs):
     return dict(zip([*views.NAMES, "session"], outputs))
 
 
+def test_a_replay_sent_before_a_family_picks_new_list_arrives_replays_that_family(tiny_model_dir):
+    """Replay clicked right after picking a family: the transcript box still holds the previous family's pick."""
+    import examples
+    from playground.library import example_transcript_names
+
+    families = examples.list_families()
+    family, old = next((f, t) for f in families for g in families if f != g
+                       for t in example_transcript_names(g) if t not in example_transcript_names(f))
+    demo = ui.build_ui(tiny_model_dir)
+    box = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "example-transcript")
+    box.choices = [(n, n) for n in example_transcript_names(family)]  # what the page has once the pick lands
+    assert box.preprocess(old) == old  # no bare "Error" before the handler runs
+    outs = list(_wired(demo, "example_replay")(Session(TPL), family, old))
+    last = _by_view(outs[-1])
+    first = example_transcript_names(family)[0]
+    assert f"{family} / {first}: done" in last["status"], last["status"]
+
+
 def test_last_yield_of_a_replay_carries_the_whole_final_state(tiny_model_dir):
     """Done status, final timeline, and the final message and parsed turn as full replacements."""
     demo = ui.build_ui(tiny_model_dir)
