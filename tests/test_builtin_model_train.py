@@ -145,3 +145,11 @@ def test_circuit_slices_learn_at_a_fraction_of_the_rate():
     for name, delta in moved[0].items():
         outside = ~in_circuit.get(name, torch.zeros_like(delta, dtype=torch.bool))
         assert torch.allclose(moved[1][name][outside], delta[outside], atol=2e-6), name
+
+
+def test_first_block_numbers_parse_and_reject_typos():
+    assert train._block_numbers("copy=25,main=12") == {"copy": 25, "main": 12}
+    assert train._block_numbers("main=3") == {"copy": 0, "main": 3}
+    for bad in ("mian=3", "main=x", "main"):
+        with pytest.raises(Exception, match="copy=N,main=M"):
+            train._block_numbers(bad)

@@ -357,6 +357,17 @@ def describe(name: str, encoded: list[tuple[list[int], list[int]]]) -> str:
             f"{n_lab / n_tok:.0%} of them trained")
 
 
+def _block_numbers(text: str) -> dict:
+    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12}`` (phases not named start at 0)."""
+    out = {"copy": 0, "main": 0}
+    for part in text.split(","):
+        phase, _, number = part.partition("=")
+        if phase not in out or not number.isdigit():
+            raise argparse.ArgumentTypeError(f"expected copy=N,main=M, got {text!r}")
+        out[phase] = int(number)
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run the whole pipeline and save the model folder; returns a summary dict."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -386,6 +397,10 @@ def main(argv: list[str] | None = None) -> dict:
                     help="start from a plain random initialisation (see init_induction_circuit)")
     ap.add_argument("--circuit-lr-scale", type=float, default=0.1,
                     help="learning-rate factor for the copying circuit's weights (circuit_slices, with --induction-init)")
+    ap.add_argument("--resume", default=None,
+                    help="continue training this saved model folder (tokenizer and weights; fresh optimiser)")
+    ap.add_argument("--first-block", type=_block_numbers, default={"copy": 0, "main": 0}, metavar="copy=N,main=M",
+                    help="block numbers the data streams start at (a resumed run: past what the first part drew)")
     ap.add_argument("--rope-theta", type=float, default=1e6)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=1,
@@ -400,18 +415,25 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(args.seed)
     random.seed(args.seed)
 
-    # 1. tokenizer, trained on rendered synthetic conversations
-    tok_examples = data.make_examples(4000, "train", args.seed + 1_000_003)
-    bootstrap = PreTrainedTokenizerFast(tokenizer_object=_char_tokenizer())
-    bootstrap.chat_template = CHAT_TEMPLATE
-    texts = [prompt_text(bootstrap, ex) + completion_text(ex["target"], ex["thinking"]) for ex in tok_examples]
-    tokenizer = train_tokenizer(texts, args.vocab_size, args.pretokenizer)
-    check_consistency(tokenizer, tok_examples[:300])
-    t_tok = time.time() - t0
-    print(f"tokenizer: vocab {len(tokenizer)} in {t_tok:.1f}s", flush=True)
+    if args.resume:
+        # continue a saved checkpoint: its tokenizer and weights (the optimiser starts afresh)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(args.resume, local_files_only=True)
+        tokenizer.response_template = RESPONSE_TEMPLATE
+        model = LlamaForCausalLM.from_pretrained(args.resume, local_files_only=True)
+        args.induction_init = False
+        print(f"resumed from {Path(args.resume).name}: vocab {len(tokenizer)}", flush=True)
+    else:
+        # 1. tokenizer, trained on rendered synthetic conversations
+        tok_examples = data.make_examples(4000, "train", args.seed + 1_000_003)
+        bootstrap = PreTrainedTokenizerFast(tokenizer_object=_char_tokenizer())
+        bootstrap.chat_template = CHAT_TEMPLATE
+        texts = [prompt_text(bootstrap, ex) + completion_text(ex["target"], ex["thinking"]) for ex in tok_examples]
+        tokenizer = train_tokenizer(texts, args.vocab_size, args.pretokenizer)
+        check_consistency(tokenizer, tok_examples[:300])
+        print(f"tokenizer: vocab {len(tokenizer)} in {time.time() - t0:.1f}s", flush=True)
 
-    # 2. model and optimiser
-    model = build_model(len(tokenizer), args)
+        # 2. model and optimiser
+        model = build_model(len(tokenizer), args)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters", flush=True)
     # the copying circuit's weights learn more slowly: at the full rate its first steps undo it
@@ -437,10 +459,10 @@ def main(argv: list[str] | None = None) -> dict:
     step, t_train, losses = 0, time.time(), []
     pad_id = tokenizer.pad_token_id
 
-    used = {"copy": 0, "main": 0}
+    used = dict(args.first_block)
 
     def blocks(phase: str):
-        for b in range(10**6):
+        for b in range(args.first_block[phase], 10**6):
             examples = data.training_block(phase, args.seed, b, args.block, args.drill_share, args.echo_share)
             encoded = encode_all(tokenizer, examples, args.max_len)
             used[phase] = b + 1
@@ -496,7 +518,7 @@ def main(argv: list[str] | None = None) -> dict:
         "lr": args.lr, "warmup": args.warmup, "cooldown": args.cooldown, "block": args.block,
         "hidden": args.hidden, "intermediate": args.intermediate, "layers": args.layers, "heads": args.heads,
         "induction_init": args.induction_init, "circuit_lr_scale": args.circuit_lr_scale, "rope_theta": args.rope_theta,
-        "params": n_params, "blocks_drawn": used,
+        "params": n_params, "blocks_drawn": used, "resumed_from": Path(args.resume).name if args.resume else None,
         "final_loss": sum(losses[-50:]) / len(losses[-50:]), "train_seconds": round(time.time() - t_train, 1),
         "total_seconds": round(elapsed, 1), "threads": args.threads,
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
