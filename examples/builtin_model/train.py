@@ -395,8 +395,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--heads", type=int, default=6)
     ap.add_argument("--no-induction-init", dest="induction_init", action="store_false",
                     help="start from a plain random initialisation (see init_induction_circuit)")
-    ap.add_argument("--circuit-lr-scale", type=float, default=0.1,
-                    help="learning-rate factor for the copying circuit's weights (circuit_slices, with --induction-init)")
+    ap.add_argument("--circuit-lr-scale", type=float, default=1.0,
+                    help="learning-rate factor for the copying circuit's weights (circuit_slices, with "
+                         "--induction-init); 0.1 kept the circuit's weights but not its use: drills' copyable "
+                         "tokens at 4.7 nats after 1000 steps, against 0.9 at the full rate after a 600-step copy phase")
     ap.add_argument("--resume", default=None,
                     help="continue training this saved model folder (tokenizer and weights; fresh optimiser)")
     ap.add_argument("--first-block", type=_block_numbers, default={"copy": 0, "main": 0}, metavar="copy=N,main=M",
@@ -436,7 +438,7 @@ def main(argv: list[str] | None = None) -> dict:
         model = build_model(len(tokenizer), args)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters", flush=True)
-    # the copying circuit's weights learn more slowly: at the full rate its first steps undo it
+    # optionally, the copying circuit's weights learn more slowly (see --circuit-lr-scale)
     slow = SlowSlices(circuit_slices(model), args.circuit_lr_scale) if args.induction_init else None
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
