@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # loads the shipped model and generates
 # Whether the shipped model copies argument values from the prompt (city names, times). The
 # evaluation (examples/builtin_model/results/eval.json, "tool_call_exact") says how often it
 # does; this switch follows the shipped weights.
-COPIES_ARGUMENTS = False
+COPIES_ARGUMENTS = True
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather in a city.",
@@ -243,6 +243,53 @@ def test_sampled_generation_with_thinking_parses(model, tokenizer, parse_respons
     assert message.get("tool_calls") or message.get("content"), text
 
 
+def _parsed(tokenizer, prompt, text, tools):
+    from transformers.utils.chat_parsing import parse_response
+
+    return parse_response(text, tokenizer.response_template, prefix=prompt, tools=tools)
+
+
+def test_demo_conversation_round_trip(model, tokenizer):
+    """The playground's demo (examples.builtin_model.DEMO_*), greedy: the example message gets a
+    get_weather call for the city asked about, the example result gets an answer stating its
+    city and temperature, and with thinking on (the page's default) its condition too."""
+    tools = builtin_model.DEMO_TOOLS
+    result = json.loads(builtin_model.DEMO_TOOL_RESULT)
+    for thinking in (True, False):
+        messages = [{"role": "user", "content": builtin_model.DEMO_PROMPTS[0]}]
+        prompt, text = _generate(model, tokenizer, messages, tools, thinking, False, 0, max_new_tokens=96)
+        message = _parsed(tokenizer, prompt, text, tools)
+        assert [c["function"] for c in message.get("tool_calls") or []] == [
+            {"name": "get_weather", "arguments": {"city": result["city"]}}], text
+        assert bool(message.get("reasoning_content")) == thinking, text
+        messages += [message_without_reasoning(message), {"role": "tool", "content": builtin_model.DEMO_TOOL_RESULT}]
+        prompt, text = _generate(model, tokenizer, messages, tools, thinking, False, 0, max_new_tokens=96)
+        answer = _parsed(tokenizer, prompt, text, tools)
+        assert "tool_calls" not in answer, text
+        stated = [result["city"], str(result["temperature"])] + ([result["condition"]] if thinking else [])
+        for value in stated:
+            assert value in answer["content"], text
+
+
+def message_without_reasoning(message):
+    return {k: v for k, v in message.items() if k != "reasoning_content"}
+
+
+@pytest.mark.parametrize("question", [builtin_model.DEMO_PROMPTS[1], "Capital of France?"])
+def test_plain_question_is_answered_without_a_tool_call(model, tokenizer, question):
+    """The demo's plain question and the issue's example (which got a get_weather call before),
+    weather, time and search offered, greedy. (The issue's octopus example still fails with
+    thinking on: README.md, known limits.)"""
+    tools = builtin_model.DEMO_TOOLS + [{"type": "function", "function": {
+        "name": "web_search", "description": "Search the web and return the top results.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+    for thinking in (True, False):
+        prompt, text = _generate(model, tokenizer, [{"role": "user", "content": question}], tools, thinking, False, 0,
+                                 max_new_tokens=96)
+        message = _parsed(tokenizer, prompt, text, tools)
+        assert "tool_calls" not in message and message.get("content"), text
+
+
 def test_greedy_answer_after_tool_result(model, tokenizer):
     from transformers.utils.chat_parsing import parse_response
 
@@ -257,4 +304,4 @@ def test_greedy_answer_after_tool_result(model, tokenizer):
     assert "tool_calls" not in message and "reasoning_content" not in message, text
     assert message["content"], text
     if COPIES_ARGUMENTS:
-        assert "14:05" in message["content"], text
+        assert "14:05" in message["content"] and "Berlin" in message["content"], text

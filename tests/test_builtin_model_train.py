@@ -153,3 +153,13 @@ def test_first_block_numbers_parse_and_reject_typos():
     for bad in ("mian=3", "main=x", "main"):
         with pytest.raises(Exception, match="copy=N,main=M"):
             train._block_numbers(bad)
+
+
+def test_shipped_tokenizer_keeps_copied_values_whole(shipped_tokenizer):
+    for question, value in [("What's the weather in Reykjavik?", "Reykjavik"),
+                            ("Local times for Port of Spain and Lhasa, please?", "Port of Spain"),
+                            ("Convert 1234.5 km to miles.", "1234.5")]:
+        span = shipped_tokenizer.encode(value, add_special_tokens=False)
+        for text in (question, json.dumps({"v": value})):
+            seq = shipped_tokenizer.encode(text, add_special_tokens=False)
+            assert any(seq[i:i + len(span)] == span for i in range(len(seq))), (text, value)

