@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def _load(arg: str):
     try:
         return spec, parsing.load_template(spec)
     except parsing.TemplateError as exc:
-        raise _Unusable(f"invalid template {arg}: {exc}") from None
+        raise _Unusable(f"invalid template {arg}: {exc.describe()}") from None
 
 
 def _read_prefixes(arg: str) -> dict:
@@ -223,4 +224,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader left early (`... | head`): not an error of ours. Point stdout at devnull so the
+        # interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

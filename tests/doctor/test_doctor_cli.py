@@ -106,3 +106,29 @@ def test_usage_errors_exit_2(files):
     clean, _, cases = files
     assert check(clean)[0] == 2
     assert check(clean, cases, "--chunkings", "-1")[0] == 2
+
+
+def test_every_command_names_the_fault_the_same_way(tmp_path):
+    bad = tmp_path / "empty_anchor.json"
+    bad.write_text(json.dumps({"start_anchor": "", "fields": {"content": {}}}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    errors = set()
+    for command in ("check", "lint", "probe"):
+        extra = [tmp_path / "unused.jsonl"] if command == "check" else []
+        proc = subprocess.run([sys.executable, "-m", "parsing", command, str(bad), *map(str, extra)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (command, proc.stderr)
+        errors.add(proc.stderr.strip())
+    assert len(errors) == 1, errors  # one wording, with the JSON path of the fault
+    assert errors.pop().startswith(f"error: invalid template {bad}: start_anchor: ")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "parsing", "probe", "examples/families/qwen3/template.json",
+                             "--verbose"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()  # like `| head -1`
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+    assert proc.returncode in (0, 1)  # the probe's own verdict or the closed pipe, never a crash
