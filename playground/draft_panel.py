@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 
 from . import offload
+from .icons import icon
 from .render import escape
 
 __all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "draft_job", "excerpt_html",
@@ -123,8 +124,8 @@ def draft_html(draft: Any) -> str:
         out.append('<div class="draft-sec">Sample turns rendered by the chat template, parsed back with the draft</div>'
                    "<table><tr><th>sample</th><th>result</th><th>generated text</th><th>parsed</th></tr>")
         for c in checks:
-            mark = ('<span class="draft-pass">✓ pass</span>' if c.get("passed")
-                    else '<span class="draft-fail">✗ fail</span>')
+            mark = (f'<span class="draft-pass">{icon("ok")} pass</span>' if c.get("passed")
+                    else f'<span class="draft-fail">{icon("error")} fail</span>')
             got = c.get("error") or json.dumps(c.get("got"), ensure_ascii=False)
             out.append(f"<tr><td>{escape(c.get('label'))}</td><td>{mark}</td><td><code>{_visible(c.get('output', ''))}"
                        f"</code></td><td><code>{escape(got)}</code></td></tr>")

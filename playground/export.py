@@ -61,9 +61,9 @@ def export_template(tokenizer, template_text: str, base_dir: str | Path | None =
     try:
         save_template_to_tokenizer(tokenizer, spec, folder)
         ok = True
-        msg = f"✓ Saved and reloaded: response_template round-trips ({len(json.dumps(spec))} bytes of JSON)."
+        msg = f"Saved and reloaded: response_template round-trips ({len(json.dumps(spec))} bytes of JSON)."
     except RoundTripError as exc:
         ok = False
-        msg = "✗ Saved, but reloading gave a different response_template: " + json.dumps(exc.reloaded)[:300]
+        msg = "Saved, but reloading gave a different response_template: " + json.dumps(exc.reloaded)[:300]
     zip_path = Path(shutil.make_archive(str(base / name), "zip", root_dir=folder))
     return ExportResult(folder=folder, zip_path=zip_path, roundtrip_ok=ok, message=msg)

@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from . import remote
+from .icons import icon
 from .render import escape
 
 LOCAL = "local"
@@ -134,9 +135,9 @@ def parity_html(rows: list[dict], server_label: str, sampling: dict, refused: li
     ``rows``: :func:`playground.remote.compare_messages`.  ``sampling``: the run's temperature/seed.
     """
     n_diff = sum(r["verdict"] == "differs" for r in rows)
-    summary = (f'<span class="sum-differs" id="parity-differs">✗ {n_diff} field{"s" if n_diff != 1 else ""} '
-               f"differ{'s' if n_diff == 1 else ''}</span>" if n_diff else
-               '<span class="sum-same" id="parity-same">✓ the server parses the same message</span>')
+    summary = (f'<span class="sum-differs" id="parity-differs">{icon("error")} {n_diff} '
+               f'field{"s" if n_diff != 1 else ""} differ{"s" if n_diff == 1 else ""}</span>' if n_diff else
+               f'<span class="sum-same" id="parity-same">{icon("ok")} the server parses the same message</span>')
     body = "".join(
         f'<tr class="{r["verdict"].replace(" ", "-")}" data-field="{escape(r["field"])}">'
         f'<td>{escape(r["field"])}</td><td class="v">{_cell(r["template"])}</td>'

@@ -377,7 +377,8 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     def export(sess, editor):
         sess, res = handlers.export(sess, editor, page)
         shown = (f'<div class="status status-{"ok" if res.ok else "error"}" id="export-result">'
-                 f'{render.escape(res.message)}<br>File: <code>{render.escape(res.file_name)}</code></div>'
+                 f'{icon("ok" if res.ok else "error")} {render.escape(res.message)}<br>File: '
+                 f'<code>{render.escape(res.file_name)}</code></div>'
                  if res.zip_path else render.status_html(res.message, "error"))
         download = gr.update(value=res.zip_path, visible=True) if res.zip_path else gr.update(visible=False)
         return (*redraw(sess), shown, download)

@@ -24,7 +24,7 @@ def test_draft_html_shows_every_marker_with_its_renderings():
     assert html.count('class="draft-ev"') == len(d.evidence)
     assert "start anchor" in html and "end of turn" in html
     assert '<mark class="draft-diff">&lt;|im_start|&gt;assistant⏎\n</mark>' in html
-    assert "compared with" in html and "✓ pass" in html
+    assert "compared with" in html and 'class="draft-pass"><svg' in html and "</svg> pass" in html
     assert "<script" not in html
 
 
