@@ -11,6 +11,8 @@ Warning codes (`LintWarning.code`):
 
 - ``wrong-type``: a value of another JSON type than the spec's (``"repeats": "false"``), which the reference
   loads anyway and reads by Python truthiness (`parsing.doctor.schema.wrong_types`).
+- ``missing-role``: no ``defaults.role`` (and no ``role`` field), so parsed messages have no ``role`` key, which
+  chat templates read for every message.
 - ``reasoning-field-name``: reasoning stored under another key than
   ``reasoning_content`` (the key chat templates read).
 - ``field-overwrite``: a non-repeating field can be opened again, and its
@@ -233,6 +235,18 @@ def _check_types(spec: dict) -> list[LintWarning]:
                    if meant else f"write true or false without quotes ({now} is what it does now)")
         out.append(LintWarning("wrong-type", p.path, p.message, f"At {p.path}, {fix}."))
     return out
+
+
+def _check_role(spec: dict) -> list[LintWarning]:
+    defaults = spec.get("defaults")
+    if (isinstance(defaults, dict) and "role" in defaults) or "role" in spec["fields"]:
+        return []
+    return [LintWarning(
+        "missing-role", "defaults",
+        "Parsed messages have no 'role' key: a chat template reads message['role'] for every message, so "
+        "appending a parsed message to the chat and rendering it again fails or drops the message.",
+        'Add "defaults": {"role": "assistant"} to the template.',
+    )]
 
 
 def _check_reasoning_name(spec: dict) -> list[LintWarning]:
@@ -593,9 +607,39 @@ def _check_anchor(compiled: CompiledTemplate, prompt: str, suffix_start: int) ->
         f"The start anchor {where}: the generation prompt is {json.dumps(generation, ensure_ascii=False)}. "
         f"The parser will then read " + ("the whole prefix" if last is None else "an earlier turn") +
         " as part of the new message.",
-        f"Set {path} to what the generation prompt ends with, e.g. {json.dumps(generation, ensure_ascii=False)}"
-        + (" (without a prefilled opening tag, which must stay in the parsed part)." if generation else "."),
+        _anchor_fix(compiled, path, generation),
     )]
+
+
+def _anchor_fix(compiled: CompiledTemplate, path: str, generation: str) -> str:
+    """The suggested start anchor: the generation prompt, less an opening tag it prefills (e.g. Qwen3's
+    ``<think>\n``), which must stay in the parsed part so that its region opens."""
+    cut = _prefilled_open_start(compiled, generation)
+    shown = json.dumps(generation[:cut], ensure_ascii=False)
+    if cut == len(generation):
+        return f"Set {path} to what the generation prompt ends with, e.g. {shown}."
+    tag = json.dumps(generation[cut:], ensure_ascii=False)
+    return (f"Set {path} to what the generation prompt ends with, before the opening tag it prefills, e.g. {shown} "
+            f"(the prefilled {tag} must stay in the parsed part so that its region opens).")
+
+
+def _prefilled_open_start(compiled: CompiledTemplate, generation: str) -> int:
+    """Where the shortest tail of the generation prompt (at most 200 characters) that an open delimiter matches
+    from its start, leaving only blanks, begins (as the open would see it right after the anchor); else
+    ``len(generation)``."""
+    opens = [fld.open for fld in compiled.fields.values() if fld.open is not None]
+    for start in range(len(generation) - 1, max(-1, len(generation) - 201), -1):
+        tail = generation[start:]
+        if not tail.strip():
+            continue
+        for delim in opens:
+            try:
+                m = delim.regex.match(tail, timeout=0.05)
+            except TimeoutError:  # a runaway user pattern: no suggestion from it
+                m = None
+            if m is not None and m.end() > 0 and not tail[m.end():].strip():
+                return start
+    return len(generation)
 
 
 # --------------------------------------------------------------------------- public API
@@ -628,6 +672,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     delims = _delimiters(compiled)
     warnings: list[LintWarning] = []
     warnings += _check_types(spec)
+    warnings += _check_role(spec)
     warnings += _check_reasoning_name(spec)
     warnings += _check_overwrite(spec)
     warnings += _check_delimiter_prefix(spec, delims)

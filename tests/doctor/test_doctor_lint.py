@@ -196,6 +196,20 @@ def test_empty_match_quiet_for_lookaheads_and_real_patterns():
     assert only(CLEAN, "empty-match") == []
 
 
+# ---- missing-role
+
+
+def test_missing_role_warns_and_names_the_fix():
+    spec = copy.deepcopy(CLEAN)
+    del spec["defaults"]
+    [w] = only(spec, "missing-role")
+    assert w.path == "defaults" and '"role": "assistant"' in w.fix and w.severity == "warning"
+    assert parsing.parse_response("Hi", spec, prefix=CHATML_PROMPT).get("role") is None  # what it warns about
+    assert only(CLEAN, "missing-role") == []
+    spec["fields"]["role"] = {"open": "<r>", "close": "</r>"}  # a role read from the output counts
+    assert only(spec, "missing-role") == []
+
+
 # ---- anchor-not-in-generation-prompt
 
 
@@ -211,6 +225,23 @@ def test_anchor_warning_when_anchor_only_matches_earlier_turns():
     prompt = CHATML_PROMPT + "Hello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"  # no generation prompt
     [w] = only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, len(prompt)))
     assert "earlier turns" in w.message
+
+
+def test_anchor_fix_leaves_a_prefilled_opening_tag_in_the_parsed_part():
+    # Gemma-style prompt with a prefilled reasoning open: the suggested anchor stops before `<think>`.
+    generation = "<start_of_turn>model\n"
+    prompt = "<start_of_turn>user\nHi<end_of_turn>\n" + generation + "<think>\n"
+    [w] = only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, prompt.index(generation)))
+    assert json.dumps(generation) + " (the prefilled " + json.dumps("<think>\n") in w.fix
+    assert json.dumps(generation + "<think>\n") not in w.fix  # the example no longer contradicts the advice
+    # the same with the library's regex open (^\s*<think>)
+    spec = clean(reasoning_content={"open_pattern": "^\\s*<think>", "close": "</think>"})
+    [w] = only(spec, "anchor-not-in-generation-prompt", generation_prompt_text=(prompt, prompt.index(generation)))
+    assert json.dumps(generation) + " (the prefilled " in w.fix
+    # nothing prefilled: the whole generation prompt is the example
+    plain = prompt[: -len("<think>\n")]
+    [w] = only(CLEAN, "anchor-not-in-generation-prompt", generation_prompt_text=(plain, plain.index(generation)))
+    assert w.fix.endswith("e.g. " + json.dumps(generation) + ".")
 
 
 def test_anchor_quiet_when_generation_prompt_has_it():
