@@ -143,7 +143,7 @@ def _render_chat_tab(p: _Page, sess: Session) -> None:
         p.tool_btn = gr.Button("Send tool result", elem_id="send-tool-result", scale=2, size="md")
         p.clear_btn = gr.Button("Clear", size="md", elem_id="clear", scale=1, min_width=70)
     with gr.Row(elem_id="demo-row"):
-        with gr.Column(scale=3, min_width=200):
+        with gr.Column(scale=5, min_width=200):
             gr.Examples([[m] for m in builtin_model.DEMO_PROMPTS], inputs=[p.user_box], label="Try a message",
                         elem_id="demo-prompts")
         with gr.Column(scale=2, min_width=160):
