@@ -547,17 +547,21 @@ def _replay(sess: Session, run: Run, page: PageConfig, label: str, session_hash:
             sess.show(view, throttle())
             yield sess
         stopped = getattr(stop_event, "user_requested", False)
-        new_run = dataclasses.replace(run, template_text=tpl_text) if not stopped else \
-            Run(prefix=run.prefix, chunks=tuple(record), template_text=tpl_text, tools=run.tools,
-                times=tuple(run.times[:len(record)]), source=run.source)
+        # A replay plays back a run that exists whole (the last run, a paste, an example): Stop halts the
+        # playback only. The run stays whole and is shown parsed to its end, so the timeline, the message, the
+        # chat and later re-parses all describe the same text.
+        new_run = dataclasses.replace(run, template_text=tpl_text)
         view = live.view()
-        if sess.template_text != tpl_text and sess.problem is None:  # edited while it streamed
+        edited = sess.template_text != tpl_text and sess.problem is None  # edited while it streamed
+        if edited:
             new_run = dataclasses.replace(new_run, template_text=sess.template_text)
+        if edited or (stopped and len(record) < len(run.chunks)):
             view = parse_run(new_run, budget=guard.request_budget())
         sess.finish_run(new_run, view, check_against_reference(new_run, view), "stopped" if stopped else "done")
         ended = True
         if stopped:
-            sess.say(f"{label}: Stopped after {len(record)} of {len(run.chunks)} chunks.", "info", "run")
+            sess.say(f"{label}: Stopped the playback after {len(record)} of {len(run.chunks)} chunks; the run is kept "
+                     f"whole and shown parsed to its end.", "info", "run")
         else:
             _say_done(sess, view, f"{label}: done, {len(run.chunks)} chunks.")
         yield sess

@@ -185,3 +185,24 @@ def test_move_window_handler_reports_bad_input():
     drawn = dict(zip(views.NAMES, views.redraw(sess)))
     assert "characters 10–6010 of" in sess.notice.text and 'data-status="final"' in drawn["timeline"]
     assert 'data-from="10"' in drawn["timeline"]
+
+
+def test_stopping_a_replay_halts_the_playback_and_keeps_the_run_whole():
+    """Stop during a replay: the stored run stays whole (a later replay plays all of it), and what the page
+    shows is its parse to the end, so the timeline, message and chat describe one text."""
+    from playground.handlers import PageConfig
+
+    raw = "Hmm " * 400 + "\n</think>\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>"
+    prefix = "<|im_start|>assistant\n<think>\n"
+    sess, page = Session(TPL), PageConfig()
+    stream = handlers.paste_replay(sess, raw, prefix, "", TPL, page, session_hash="stop-replay")
+    for n, _ in enumerate(stream):
+        if n == 2:
+            assert handlers.stop("stop-replay")
+    whole = len(sess.run.chunks)
+    assert "".join(sess.run.chunks) == raw and whole > 50
+    assert "Stopped the playback after" in sess.notice.text and f"of {whole} chunks" in sess.notice.text
+    assert sess.view.text.endswith(raw)  # parsed to its end, not where the playback stopped
+    assert sess.view.message["tool_calls"][0]["function"]["name"] == "f"
+    list(handlers.replay_last(sess, TPL, page, session_hash="stop-replay"))
+    assert f"done, {whole} chunks" in sess.notice.text and "".join(sess.run.chunks) == raw
