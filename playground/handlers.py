@@ -116,11 +116,40 @@ def _cut_text(view) -> str:
     return cut_message(guard.limits().request_budget, max(0, cut["start"] - view.prefix_length), total)
 
 
-def _say_done(sess: Session, view, text: str, topic: str = "run") -> None:
+def _say_done(sess: Session, view, text: str, topic: str = "run", level: str = "ok") -> None:
+    """Say that a run or re-parse ended: what the budget cut, else ``text`` at ``level``, unless the parse itself
+    went wrong (a region error, nothing parsed), which the status line must say instead of a success mark."""
     if view.cut is not None:
         sess.say(_cut_text(view), "error", topic)
+        return
+    trouble = parse_trouble(view)
+    if trouble is not None:
+        sess.say(f"{text.rstrip('.')}, but {trouble}", "error", topic)
     else:
-        sess.say(text, "ok", topic)
+        sess.say(text, level, topic)
+
+
+def parse_trouble(view) -> str | None:
+    """What went wrong in a final parse that still returned, in one sentence for the status line; None when
+    nothing did. Region errors come first; then a parse that kept nothing of the output (every character
+    discarded: the start anchor never occurred)."""
+    if view is None or not view.final:
+        return None
+    errors = list(view.errors or [])
+    if errors:
+        first = str(errors[0].get("message", "")).strip().splitlines()[0] if errors[0].get("message") else "?"
+        if len(first) > 160:
+            first = first[:159] + "…"
+        more = len(errors) - 1 + int(getattr(view, "errors_dropped", 0) or 0)
+        field_name = errors[0].get("field")
+        where = f" in {field_name}" if field_name and not first.startswith(f"{field_name}:") else ""
+        return (f"a region failed{where}: {first.rstrip('.')}" + (f" (and {more} more)" if more else "")
+                + ". See the timeline.")
+    generated = len(view.text) - view.prefix_length
+    if generated > 0 and view.segments and all(seg["kind"] == "discarded" for seg in view.segments):
+        return ("nothing of the output was parsed: the template's start anchor never occurred, so every "
+                "character was discarded. Pick a template for this model's format, or fix start_anchor.")
+    return None
 
 
 def _template_first(sess: Session, editor_text: str | None) -> bool:
@@ -129,7 +158,7 @@ def _template_first(sess: Session, editor_text: str | None) -> bool:
     if editor_text is not None:
         sess.edit(editor_text)
     if sess.problem is not None:
-        sess.say(f"Fix the template first: {sess.problem.message}", "error", "template")
+        sess.say(f"Fix the template first: {sess.problem.describe()}", "error", "template")
         return False
     return True
 
@@ -146,12 +175,11 @@ def _reparse_current(sess: Session, page: PageConfig, done: str | None = None, t
         turn_view = view if sess.turn_run is sess.run else parse_run(sess.turn_run, text,
                                                                       budget=guard.request_budget())
         sess.reparse_turn(turn_view)
-    if view is not None and view.cut is not None:
-        sess.say(_cut_text(view), "error", topic)
+    if view is not None:
+        _say_done(sess, view, done if done is not None else "Re-parsed the last run with the edited template.",
+                  topic, "ok" if done is not None else "info")
     elif done is not None:
         sess.say(done, "ok", topic)
-    elif view is not None:
-        sess.say("Re-parsed the last run with the edited template.", "info", topic)
 
 
 # ---------------------------------------------------------------- the template

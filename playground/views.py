@@ -113,8 +113,16 @@ def stop(p: _Pass) -> Any:
     return gr.update(interactive=p.sess.running)
 
 
+#: Above the timeline and the reference badge while the editor's template does not load: what they show was
+#: parsed with the last template that did.
+STALE_NOTE = ('<div class="tl-note tl-stale" role="note">Shown with the last valid template: the editor\'s template '
+              'has an error (see below the editor), so this run was not parsed again.</div>')
+
+
 def timeline(p: _Pass) -> str:
-    return p.drawn.timeline if p.drawn is not None else _nothing(p.sess)
+    if p.drawn is None:
+        return _nothing(p.sess)
+    return (STALE_NOTE if p.sess.problem is not None else "") + p.drawn.timeline
 
 
 def _nothing(sess: Session) -> str:
@@ -158,7 +166,9 @@ def turn(p: _Pass) -> Any:
 
 def check(p: _Pass) -> str:
     d = p.drawn
-    return d.check if d is not None else ""
+    if d is None:
+        return ""
+    return (STALE_NOTE if p.sess.problem is not None and d.check else "") + d.check
 
 
 def inspector(p: _Pass) -> str:
@@ -181,12 +191,12 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("send", ("phase",), send),
     ("tool_btn", ("phase",), send),
     ("stop", ("phase",), stop),
-    ("timeline", ("run", "frame", "window"), timeline),
+    ("timeline", ("run", "frame", "window", "template"), timeline),
     ("legend", ("run",), legend),
     ("events", ("run", "preview", "inspect"), events),
     ("message", ("run", "preview"), message),
     ("turn", ("run", "preview"), turn),
-    ("check", ("run",), check),
+    ("check", ("run", "template"), check),
     ("inspector", ("run", "inspect"), inspector),
 ]
 NAMES = [name for name, _, _ in VIEWS]

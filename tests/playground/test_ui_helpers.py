@@ -206,3 +206,51 @@ def test_stopping_a_replay_halts_the_playback_and_keeps_the_run_whole():
     assert sess.view.message["tool_calls"][0]["function"]["name"] == "f"
     list(handlers.replay_last(sess, TPL, page, session_hash="stop-replay"))
     assert f"done, {whole} chunks" in sess.notice.text and "".join(sess.run.chunks) == raw
+
+
+def test_the_status_line_never_marks_a_failed_parse_as_a_success():
+    """A region error, or a start anchor that never occurs (every character discarded), is said in the status
+    line as an error, not as '✓ Parsed N characters.' beside a timeline that shows the failure."""
+    import examples
+    from playground.handlers import PageConfig
+
+    prefix = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
+    page = PageConfig()
+    sess = Session(TPL)
+    handlers.paste_parse(sess, "Sure.<|im_end|>", prefix, "", TPL, page)
+    assert sess.notice.kind == "ok" and sess.notice.text == "Parsed 15 characters."
+    bad_call = '<tool_call>\n{"name": "f", "arguments": {oops}}\n</tool_call><|im_end|>'
+    handlers.paste_parse(sess, bad_call, prefix, "", TPL, page)
+    assert sess.notice.kind == "error" and "a region failed" in sess.notice.text, sess.notice.text
+    assert sess.view.errors and sess.view.errors[0]["field"] == "tool_calls"  # what the timeline shows
+    other = template_to_text(examples.load_family("gpt_oss").template)  # its anchor is not ChatML's
+    sess = Session(other)
+    handlers.paste_parse(sess, "Sure.<|im_end|>", prefix, "", other, page)
+    assert sess.notice.kind == "error" and "start anchor never occurred" in sess.notice.text, sess.notice.text
+    assert all(seg["kind"] == "discarded" for seg in sess.view.segments)
+
+
+def test_fix_the_template_first_says_where_the_fault_is():
+    from playground.handlers import PageConfig
+
+    broken = TPL[: TPL.index('"role"') + 4]  # an unterminated string
+    sess = Session(TPL)
+    out = handlers.paste_parse(sess, "Hi<|im_end|>", "", "", broken, PageConfig())
+    assert out.notice.kind == "error" and out.notice.text.startswith("Fix the template first: not valid JSON")
+    line = broken.count("\n") + 1
+    assert f"[line {line}, column " in out.notice.text, out.notice.text  # the JSON message needs its position
+
+
+def test_views_say_they_are_from_the_last_valid_template_while_the_editor_is_broken():
+    from playground.handlers import PageConfig
+
+    page, sess = PageConfig(), Session(TPL)
+    handlers.paste_parse(sess, "Sure.<|im_end|>", "<|im_start|>assistant\n", "", TPL, page)
+    views.redraw(sess)
+    handlers.edit_template(sess, TPL.replace('"role"', '"role'), page)  # the editor no longer loads
+    drawn = dict(zip(views.NAMES, views.redraw(sess)))
+    assert drawn["timeline"].startswith(views.STALE_NOTE) and 'data-f="content"' in drawn["timeline"]
+    assert drawn["check"].startswith(views.STALE_NOTE)
+    handlers.edit_template(sess, TPL, page)  # fixed again: parsed anew, the note goes
+    drawn = dict(zip(views.NAMES, views.redraw(sess)))
+    assert views.STALE_NOTE not in drawn["timeline"] and views.STALE_NOTE not in drawn["check"]
