@@ -151,10 +151,10 @@ def test_editor_text_is_kept_per_browser(browser, app_url):
 def test_editor_text_survives_a_restart_of_the_app(browser, model_dir):
     """A Space that sleeps and wakes (or is redeployed) starts a new app on the same address: the browser's kept
     edits are read back by it."""
-    from conftest import _free_port
     from playground.ui import build_ui, launch_kwargs
+    from tests.serving import free_port  # not from conftest: which conftest that name means depends on the run
 
-    port = _free_port()
+    port = free_port()
 
     def start():
         demo = build_ui(model_dir)
