@@ -75,7 +75,7 @@ def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
     early, the pattern cannot be split, or it uses flags or syntax the analysis does not know."""
     if compiled.flags & ~_PLAIN_FLAGS:
         return None
-    sources = _top_level_branches(source)
+    sources = top_level_branches(source)
     if sources is None:
         return None
     branches = []
@@ -104,8 +104,9 @@ def _parse(source: str):
         return None
 
 
-def _top_level_branches(source: str) -> list[str] | None:
-    """``source`` split at its top-level ``|`` (outside groups, sets and escapes); None for verbose mode."""
+def top_level_branches(source: str) -> list[str] | None:
+    """``source`` split at its top-level ``|`` (outside groups, sets and escapes); None for verbose mode and
+    nested sets, which this scan cannot follow."""
     if "(?x" in source or "(?" in source and regex.search(r"\(\?[a-zA-Z]*x", source):
         return None
     parts, depth, i, start, n = [], 0, 0, 0, len(source)

@@ -26,6 +26,8 @@ except ImportError:  # pragma: no cover - older Pythons
 
 import re as _re
 
+from parsing.decided import top_level_branches
+
 __all__ = ["Sample", "SampleError", "pattern_samples"]
 
 # Characters tried, in order, for a character class or `.`: readable ones first.
@@ -184,32 +186,9 @@ def _is_space(items) -> bool:
 
 
 def _top_level_alternatives(source: str) -> list:
-    """``source`` split at the ``|`` that are outside groups and character classes."""
-    parts, depth, in_class, start, i = [], 0, False, 0, 0
-    while i < len(source):
-        ch = source[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            if ch == "]":
-                in_class = False
-        elif ch == "[":
-            in_class = True
-            if source[i + 1:i + 2] == "^":
-                i += 1
-            if source[i + 1:i + 2] == "]":  # a leading ] is a literal
-                i += 1
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(source[start:i])
-            start = i + 1
-        i += 1
-    parts.append(source[start:])
-    return parts
+    """``source`` split at the ``|`` that are outside groups and character classes (the whole pattern as one
+    alternative where `parsing.decided.top_level_branches` cannot follow it: verbose mode, nested sets)."""
+    return top_level_branches(source) or [source]
 
 
 def _trim_space(items: list) -> list:
