@@ -142,7 +142,11 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 .insp-head{display:flex;align-items:center;gap:6px;margin-bottom:4px}
 .insp dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0}
 .insp dt{font-weight:600;color:var(--body-text-color)}
-.insp dd{margin:0;word-break:break-word}
+.insp dd{margin:0;word-break:break-word;min-width:0}
+/* event rows keep their words whole; a narrow panel scrolls the table instead of breaking "region_chunk" */
+.insp dd:has(> .insp-events){overflow-x:auto}
+.insp-events{border-collapse:collapse;font-size:12px;font-family:ui-monospace,monospace}
+.insp-events td{white-space:nowrap;word-break:normal;padding:0 8px 0 0;vertical-align:top}
 .insp pre.insp-value{white-space:pre-wrap;max-height:200px;overflow:auto;margin:2px 0;padding:4px;
  background:var(--background-fill-secondary);color:var(--body-text-color);border-radius:4px}
 .insp code{color:var(--body-text-color);background:var(--background-fill-secondary)}

@@ -35,6 +35,11 @@ def test_clicking_the_timeline_pins_the_details(page):
     page.locator("#timeline span.b.dirty[data-f=tool_calls]").filter(has_text=re.compile(r"\w")).first.click()
     info = _wait_inspected(page, field="tool_calls", kind="body")
     assert info["dirty"] == "true" and "region_chunk" in info["text"] and "dirty" in info["text"]
+    # the events table keeps each word whole: no cell wraps onto a second line ("region_chun/k")
+    wrapped = page.evaluate("() => [...document.querySelectorAll('#inspector .insp-events td')]"
+                            ".filter(td => td.getClientRects().length && td.scrollHeight > 1.6 * "
+                            "parseFloat(getComputedStyle(td).lineHeight || 16)).map(td => td.innerText)")
+    assert wrapped == [], wrapped
     # plain content: clean, its own final value
     page.click("#timeline span.b[data-f=content] >> nth=-1")
     info = _wait_inspected(page, field="content", kind="body")
