@@ -21,21 +21,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+import examples  # noqa: E402
 from parsing import ResponseParser  # noqa: E402
 from parsing.streams import fixed_chunks  # noqa: E402
 
 # ChatML with literal delimiters only: the baseline that bench_families.py compares every library template against
 # (the project default, examples.default_template(), uses patterns).
-TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
-    },
-}
+TEMPLATE = examples.literal_chatml_template()
 PREFIX = "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
 WORDS = ("the user wants weather for a city so I should call the tool with the city name and then answer "
          "briefly, checking units < and > signs, tags like <b> and partial </thin words").split()

@@ -339,6 +339,27 @@ def default_template() -> dict:
     return load_family(DEFAULT_FAMILY).template
 
 
+def literal_chatml_template() -> dict:
+    """The ChatML template with literal delimiters only, a fresh dict: ``<think>``/``</think>`` reasoning,
+    repeated Hermes ``<tool_call>`` JSON regions (transformed to ``{"type": "function", "function": ...}``) and
+    content up to ``<|im_end|>``.
+
+    Not a default (it lacks the library's hardening against real outputs): the speed baseline of the
+    benchmarks ("literal-only") and the fixture of tests that assert what plain tags do (delimiter records,
+    held bytes, one event per token-sized chunk).
+    """
+    return {
+        "defaults": {"role": "assistant"},
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close": "</think>"},
+            "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
+                           "transform": {"type": "function", "function": "{content}"}},
+            "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
+        },
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Picking a template for a tokenizer
 

@@ -4,21 +4,13 @@ import random
 
 import pytest
 
+import examples
 from parsing import ResponseParser, streams
 from parsing.streams import feed_all
 
 # Literal delimiters on purpose: the delimiter records and held bytes asserted below are those of plain tags
 # (the project default, examples.default_template(), uses patterns).
-CHATML = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
-    },
-}
+CHATML = examples.literal_chatml_template()
 NO_IMPLICIT = {
     "start_anchor": "<|start|>assistant",
     "fields": {

@@ -5,6 +5,7 @@ import json
 import random
 import tracemalloc
 
+import examples
 from parsing import ResponseParser
 from parsing.streams import tokenish_chunks
 from playground.compact import ChunkedText, IntArray, Offsets, event_log, segment_log
@@ -13,16 +14,7 @@ from playground.state import Session
 
 # The literal ChatML template of the measurement (~90,000 events for 200 KB): a tag per region, so every
 # token-sized chunk is an event (the project default, SKELETON_TEMPLATE, uses patterns that hold more).
-TPL = template_to_text({
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
-    },
-})
+TPL = template_to_text(examples.literal_chatml_template())
 PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
