@@ -313,7 +313,9 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     def offer_template(sess, offered):
         return handlers.offer_template(sess, offered, page)
 
-    on(p.editor.change, plain(edit_template), [p.editor], trigger_mode="always_last", show_progress="hidden")
+    # typing only (`input`, not `change`): the page's own updates of the editor come from the session, and their
+    # `change` echo could arrive after a later update (a confirmed replacement) and bring back the old text
+    on(p.editor.input, plain(edit_template), [p.editor], trigger_mode="always_last", show_progress="hidden")
     on(p.library.input, plain(pick_library), [p.library])
     on(p.confirm_yes.click, streaming(confirm_replace), [], concurrency_limit=8, concurrency_id="replay")
     on(p.confirm_no.click, plain(handlers.keep_edits), [])
