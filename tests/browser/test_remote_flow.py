@@ -41,6 +41,46 @@ def pick_backend(page, label_part):
     page.wait_for_function("document.querySelector('#model-box label').innerText.includes('Model on the server')")
 
 
+# Prompts after which the built-in model writes long (greedy: loops to the token limit), then sampled ones. How
+# long an answer is depends on the model, so the test tries them in turn until one streams long enough to stop.
+LONG_ANSWERS = [("Repeat the word hello forever.", False, "0"), ("Write an essay about the history of Rome.", False, "0"),
+                ("Tell me a very long story", True, "1"), ("Count from one to one thousand.", True, "1")] * 2
+
+# Where the run of the prompt sent for the n-th time stands: 'streaming' (chunks drawn), 'ended' (over), or null.
+_RUN_STATE = """([text, n]) => {
+    const tl = document.querySelector('#timeline .tl');
+    if (document.querySelector('#chatbot').innerText.split(text).length - 1 < n) return null;
+    if (tl && tl.dataset.status === 'streaming' && tl.querySelector('span.cs')) return 'streaming';
+    if (tl && tl.dataset.status === 'final' && document.querySelector('#stop').disabled) return 'ended';
+    return null;
+}"""
+
+
+def _stop_a_long_answer(page, temp) -> bool:
+    """Send prompts until one streams long enough to press Stop while it runs; True once Stop ended a run."""
+    last = page.inner_text("#chatbot").strip()
+    for prompt, think, t in LONG_ANSWERS:
+        page.set_checked("#thinking input", think)
+        temp.fill(t)
+        temp.press("Enter")
+        page.click("#clear")  # a fresh conversation: earlier turns change what the model writes
+        page.wait_for_function("t => !t || !document.querySelector('#chatbot').innerText.includes(t)", arg=last[:40])
+        last = prompt
+        sent = [prompt, 1]  # the chat shows the prompt when this run has begun
+        page.fill("#user-input textarea", prompt)
+        page.click("#send")
+        state = page.wait_for_function(_RUN_STATE, arg=sent, timeout=120000).json_value()
+        if state == "ended":
+            continue  # ended before it could be stopped: a short answer
+        page.click("#stop")
+        page.wait_for_function(f"sent => ({_RUN_STATE})(sent) === 'ended'", arg=sent, timeout=30000)
+        status = page.inner_text("#status")
+        if "Stopped" in status:
+            return True
+        assert "Done" in status or "Cut" in status, status  # ended by itself between the check and the click
+    return False
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_remote_chat_with_server_parity_and_stop(browser, remote_app_url, scheme):
     from examples import builtin_model
@@ -83,13 +123,7 @@ def test_remote_chat_with_server_parity_and_stop(browser, remote_app_url, scheme
         assert abs(lum[0] - lum[1]) > 100, lum
         # Stop closes the stream
         set_max_tokens(page, 2000)
-        temp.fill("1")
-        temp.press("Enter")
-        page.fill("#user-input textarea", "Tell me a very long story")
-        page.click("#send")
-        page.wait_for_selector("#timeline .tl[data-status=streaming] span.cs", timeout=60000)
-        page.click("#stop")
-        wait_status(page, "Stopped", timeout=30000)
+        assert _stop_a_long_answer(page, temp), "no prompt gave an answer long enough to press Stop in"
         page.wait_for_selector(FINAL)
         assert int(page.get_attribute("#timeline .tl", "data-len")) < 20000
     finally:
