@@ -11,9 +11,10 @@ pattern, whether a match of that branch ending before the buffer edge is decided
 * every repeat of variable length can never give characters back: the characters it repeats are disjoint from
   every character that what follows it (including the lookaheads) could read first, or what follows matches
   the empty text unconditionally;
-* no anchor, word boundary, negative lookaround, conditional, inline flag or back reference; a lookbehind
-  only where no repeat of variable length comes before it (it reads text that is already there, and the scan
-  buffer keeps the context it needs; a split delimiter is judged by its variants, which have none).
+* no anchor other than ``^`` / ``\\A`` (they depend on the position alone), no word boundary, negative
+  lookaround, conditional, inline flag or back reference; a lookbehind only where no repeat of variable length
+  comes before it (it reads text that is already there, and the scan buffer keeps the context it needs; a split
+  delimiter is judged by its variants, which have none).
 
 Then the engine's first path (each repeat as long as the text allows) is the only one that can succeed, every
 repeat stops at a character that is in the buffer (the match ends before the edge), and a positive lookahead
@@ -139,9 +140,14 @@ def top_level_branches(source: str) -> list[str] | None:
     return parts
 
 
+# ``^`` and ``\\A`` (no MULTILINE: the analysis only sees plain flags) depend on the position alone, never on the
+# text after it: they read nothing that more text could change.
+_START_ANCHORS = (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
+
+
 def _is_decided(tree) -> bool:
     try:
-        items = _flatten(list(tree))
+        items = [item for item in _flatten(list(tree)) if not (item[0] is _c.AT and item[1] in _START_ANCHORS)]
         consuming, asserts = [], []
         for item in items:
             op, av = item

@@ -18,6 +18,7 @@ PIECES = ["a", "b", "<", ">", "\n", " ", "{", "x", "\"", ";", "<a>", "</a>", "ab
 SHAPED = st.sampled_from([
     r"<a>\s*", r"<a>(?P<n>[^\s<]+)(?=\s*<(?:a|/b)>)", r"</a>\s*|(?=<b>)", r"a[^>\n]+>(?=\s*<)", r"<a>(?=\s*\{)",
     r"x\d+\s*", r"a\s*[^<]*", r"(?<=a\s*)<b>\s*", r"a[ab]*b", r"a\s{0,2}", r"a[^a]*a", r"<(?P<n>\w+)>\s*",
+    r"^\s*<a>", r"^\s*<a>|^(?=\s*[^\s<])", r"\A<a>\s*", r"^", r"<b>|^\s*(?:<a>|(?=</a>))",
 ])
 
 
@@ -89,7 +90,12 @@ def test_shapes():
     assert decided(r"a.*b") is None  # `.` gives characters back to `b`
     assert decided(r"a\s*\s*b") is None
     assert decided(r"x[ab]*b") is None
-    assert decided(r"^\s*<think>") is None  # anchors are left to the scanner's usual rule
+    # ``^`` / ``\A`` depend on the position alone; other anchors are left to the scanner's usual rule
+    assert decided(r"^\s*<think>") == [True]
+    assert decided(r"^\s*<think>|^(?=\s*[^\s<])") == [True, True]
+    assert decided(r"\A<a>") == [True]
+    assert decided(r"<a>$") is None
+    assert decided(r"(?m)^<a>") is None
     assert decided(r"a\b") is None
     assert decided(r"(?i)<a>\s*|<b>") is None  # an inline flag
     assert decided(r"<a>\s*(?!x)") is None
