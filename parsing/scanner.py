@@ -368,14 +368,28 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     best = None  # (key, delim, start, stop, match or None)
     kept_text = []  # where the attempts of complete \K matches began (the text before \K is part of the match)
     deferred = None  # (position, delimiter) of the leftmost regex delimiter held without running its regex
+    # Each delimiter is looked at from its first candidate (where its prefilter lets a match begin; without one,
+    # where its search starts), in the order of those candidates. Every match or hold a delimiter gives starts at
+    # or after its candidate: once a candidate lies past the winning match found so far (it will commit), or
+    # past the hold (nothing can commit, and the hold cannot move further left), the rest cannot change the result.
+    order = []
     for delim in watch:
+        prefilter = delim.prefilter
+        if prefilter is None:
+            order.append((origin if delim.search_from_origin else pos, delim))
+        else:
+            at = prefilter.candidate(buf, pos)
+            if at != -1:
+                order.append((at, delim))
+    if len(order) > 1:
+        order.sort(key=_candidate)
+    for at, delim in order:
+        if at > hold or best is not None and at > best[2]:
+            break
         match = None
         prefilter = delim.prefilter
-        start_at = origin if delim.search_from_origin else pos
+        start_at = at
         if delim.literals is not None:
-            at = prefilter.candidate(buf, pos)
-            if at == -1:
-                continue
             if eos:
                 start, stop = _literal_search(delim, buf, at)
                 if start == -1:
@@ -391,9 +405,6 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 start = at
         else:
             if prefilter is not None:
-                at = prefilter.candidate(buf, pos)
-                if at == -1:
-                    continue  # no match and no partial match: the regex need not run
                 if not eos and not (prefilter.at_start and at == 0):
                     if not _literal_starts(prefilter, buf, at):
                         hold = min(hold, at)  # only a cut-off literal at the edge: wait for the text to decide it
@@ -409,7 +420,6 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         if deferred is None or at < deferred[0]:
                             deferred = (at, delim)
                         continue
-                start_at = at
             if delim.edge_blind and not eos:
                 edge = _edge_pending(delim, buf, start_at, ctx, clock)
                 if edge is not None:
@@ -480,6 +490,10 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     _, delim, start, stop, match = best
     captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
     return Hit(delim, start, stop, captures), hold
+
+
+def _candidate(entry: tuple) -> int:
+    return entry[0]
 
 
 def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContext, clock: SearchClock,
