@@ -64,6 +64,9 @@ _REGEX_TIMEOUT = 1.0  # seconds per search on the built-in samples
 _REASONING_WORD = regex.compile(r"(?i)reason|think|thought|analysis|scratchpad")
 # ...but not a closing tag such as `</think>` or `[/THINK]` or `<|END_THINKING|>`.
 _CLOSING_TAG = regex.compile(r"(?i)^\s*(?:</|\[/|<\|?end)")
+# An open that addresses a function is a tool-call open, even when it also names the reasoning channel
+# (gpt-oss models sometimes call from the analysis channel: `<|channel|>analysis to=functions.x`).
+_CALL_WORD = regex.compile(r"(?i)to=functions|tool_?call|function")
 
 # Bodies a JSON-content region receives in practice: nested objects and arrays,
 # pretty-printed JSON, strings holding code, markup and quotes.  A close
@@ -258,7 +261,8 @@ def _check_reasoning_name(spec: dict) -> list[LintWarning]:
         opens = [fspec["open"]] if isinstance(fspec.get("open"), str) else list(fspec.get("open") or [])
         if "open_pattern" in fspec:
             opens.append(fspec["open_pattern"])
-        by_open = [o for o in opens if _REASONING_WORD.search(o) and not _CLOSING_TAG.search(o)]
+        by_open = [o for o in opens
+                   if _REASONING_WORD.search(o) and not _CLOSING_TAG.search(o) and not _CALL_WORD.search(o)]
         if not (by_name or by_open):
             continue
         why = (f"the name '{name}' says reasoning" if by_name

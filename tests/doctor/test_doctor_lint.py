@@ -68,6 +68,16 @@ def test_reasoning_field_name_quiet_for_reasoning_content_and_closing_tags():
     assert only(spec, "reasoning-field-name") == []
 
 
+def test_reasoning_field_name_quiet_for_a_call_open_that_names_the_analysis_channel():
+    # gpt-oss calls from the analysis channel too: the open addresses a function, so it opens a tool call
+    spec = clean(tool_calls={"open_pattern": r"<\|channel\|>(?:commentary|analysis) to=functions\.(?P<name>\w+)<\|message\|>",
+                             "close": "<|call|>", "content": "json", "repeats": True,
+                             "transform": {"name": "{name}", "arguments": "{content}"}})
+    assert only(spec, "reasoning-field-name") == []
+    spec = clean(reasoning_content=None, notes={"open": "<|channel|>analysis<|message|>", "close": "<|end|>"})
+    assert [w.path for w in only(spec, "reasoning-field-name")] == ["fields.notes"]
+
+
 # ---- field-overwrite
 
 
