@@ -151,8 +151,28 @@ class SearchClock:
         compiled = delim.regex if pattern is None else pattern
         call = getattr(compiled, method)
         limit = ctx.regex_timeout
-        if limit is None and ctx.deadline is None:
-            return call(text, pos, None, None, partial)
+        if ctx.deadline is None:
+            if limit is None:
+                return call(text, pos, None, None, partial)
+            key = id(delim)
+            spent = self.spent
+            if (not spent or key not in spent) and key not in self.slow and limit > 0:
+                # The common case: a per-search budget, no deadline, nothing spent on this search yet, and no
+                # call of this delimiter ever slow. Same steps as below, fewer of them.
+                bounded = len(text) - pos <= unguarded_length(compiled)
+                started = perf_counter()
+                try:
+                    result = call(text, pos, None, None, partial, None if bounded else limit)
+                except TimeoutError:
+                    raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit) from None
+                took = perf_counter() - started
+                if took > UNCOUNTED_CALL_S:
+                    self.slow.add(key)
+                    left = limit - (took - UNCOUNTED_CALL_S)
+                    spent[key] = limit - left
+                    if left <= 0:
+                        raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
+                return result
         key = id(delim)
         left = None if limit is None else limit - self.spent.get(key, 0.0)
         if left is not None and left <= 0:
