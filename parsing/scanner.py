@@ -246,6 +246,8 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
     """Leftmost p in [lo, hi] from which a match of the regex (or ``pattern``; default: the pattern without
     ``\\K``, or for a split delimiter the variant its lookbehind selects there) could still reach past the
     buffer edge."""
+    if lo > hi:
+        return None
     end = len(buf)
     if delim.max_width is not None:
         reach = delim.max_width + (delim.lookahead or 0)
@@ -357,9 +359,9 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         PatternTimeoutError, BudgetExceededError: a search exceeded its budget, or the deadline passed.
     """
     end = len(buf)
-    if isinstance(watch, WatchSet):
+    if type(watch) is WatchSet:
         watch = watch.delimiters
-    ctx = as_context(timeout)
+    ctx = timeout if type(timeout) is ParseContext else as_context(timeout)
     if clock is None:
         clock = SearchClock()
     if origin is None:
@@ -488,8 +490,17 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
             clock.deferred = (hold + base, deferred[1]) if deferred is not None and deferred[0] == hold else None
         return None, hold
     _, delim, start, stop, match = best
-    captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
-    return Hit(delim, start, stop, captures), hold
+    return Hit(delim, start, stop, _captures(match)), hold
+
+
+def _captures(match) -> dict:
+    """The named groups of a delimiter match that took part in it (``{}`` for a literal delimiter's hit)."""
+    if match is None:
+        return {}
+    groups = match.groupdict()
+    if not groups or None not in groups.values():
+        return groups
+    return {k: v for k, v in groups.items() if v is not None}
 
 
 def _candidate(entry: tuple) -> int:
@@ -547,10 +558,7 @@ def _suffix_after(delim: Delimiter, buf: str, at: int) -> bool:
 
 def _literal_starts(prefilter: Prefilter, buf: str, at: int) -> bool:
     """Whether a whole literal of the prefilter starts at ``at`` (else only a cut-off one is there)."""
-    for lit in prefilter.literals:
-        if buf.startswith(lit, at):
-            return True
-    return False
+    return buf.startswith(prefilter.literals, at)
 
 
 def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, origin: int,
@@ -605,8 +613,7 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
     if best is None or best[2] >= hold:
         return None, hold
     _, delim, start, stop, match = best
-    captures = {k: v for k, v in match.groupdict().items() if v is not None} if match is not None else {}
-    return Hit(delim, start, stop, captures), hold
+    return Hit(delim, start, stop, _captures(match)), hold
 
 
 def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContext, clock: SearchClock,
@@ -621,6 +628,10 @@ def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContex
         branches = delim.split_branches[0 if variant is delim.split[1] else 1]
         if branches is None:
             return False
+    elif len(branches) == 1:
+        # The branch is the whole pattern (same source, same flags), and [start, stop) its complete match there.
+        branch = branches[0]
+        return branch.decided if stop < len(buf) else branch.edge_final
     for branch in branches:
         m = clock.run(delim, "match", buf, start, ctx, partial=True, pattern=branch.regex)
         if m is None:
