@@ -10,6 +10,7 @@ regex time budget, the optional overall deadline and the field name: every regex
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Callable
 
 import regex
@@ -20,6 +21,19 @@ from .budget import NO_LIMITS, ParseContext, run_regex
 # contains; input that does contain them is refused rather than mis-parsed.
 _HOLE_OPEN, _HOLE_CLOSE = "\x01", "\x02"
 _BARE_KEY = regex.compile(r"(?<=[{,])(\w+):")
+
+
+@lru_cache(maxsize=256)
+def _compiled_source(source: str):
+    return regex.compile(source, regex.DOTALL)
+
+
+def _compiled(source: Any):
+    """``regex.compile(source, regex.DOTALL)`` (same errors), kept per pattern text: a region close would otherwise
+    pay the ``regex`` module's own cache lookup, which costs more than a short match."""
+    if type(source) is str:
+        return _compiled_source(source)
+    return regex.compile(source, regex.DOTALL)
 
 
 def parse_text(body: str, args: dict, ctx: ParseContext) -> str:
@@ -65,7 +79,7 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
 
     for i, (open_d, close_d) in enumerate(string_delims):
         source = regex.escape(open_d) + r"(.*?)" + regex.escape(close_d)
-        rewritten = run_regex(regex.compile(source, regex.DOTALL), "sub", pull, rewritten, limits=ctx,
+        rewritten = run_regex(_compiled(source), "sub", pull, rewritten, limits=ctx,
                               field=ctx.field, role=f"{ctx.path}string_delims[{i}]", source=source)
     if args.get("unquoted_keys", False):
         rewritten = _BARE_KEY.sub(r'"\1":', rewritten)
@@ -107,7 +121,7 @@ def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
     out: dict[str, Any] = {}
-    matches = run_regex(regex.compile(tag_pattern, regex.DOTALL), "finditer", body, limits=ctx, field=ctx.field,
+    matches = run_regex(_compiled(tag_pattern), "finditer", body, limits=ctx, field=ctx.field,
                         role=f"{ctx.path}tag_pattern", source=tag_pattern)
     for m in matches:
         groups = m.groupdict()
