@@ -19,7 +19,7 @@ def list_library_families() -> list[str]:
 
 def library_choices(families: list[str]) -> list:
     """Dropdown choices for the library picker: ``(label, family)`` with each family's probe score in the
-    label (``"qwen3 — probes 34/35, 1 known limit"``), from ``examples.probe_scores()``."""
+    label (``"qwen3 — probes 34/38, 4 known limits"``), from ``examples.probe_scores()``."""
     scores = examples.probe_scores()
     return [(score_label(name, scores.get(name)), name) for name in families]
 

@@ -141,7 +141,7 @@ def prefixes_for(choice: str, template_text: str, run_prefix: str | None) -> tup
 
 
 def score_label(name: str, score: dict | None) -> str:
-    """The library picker's label for a family: ``"qwen3 — probes 34/35, 1 known limit"``."""
+    """The library picker's label for a family: ``"qwen3 — probes 34/38, 4 known limits"``."""
     if not score:
         return name
     limits = len(score.get("limits", []))

@@ -17,7 +17,8 @@ d     whitespace and text around tool calls (nothing overwritten, no whitespace 
 e     repeated blocks (several calls, several tool sections, a second reasoning block)
 f     prompt-side state (prefilled reasoning, thinking switched off, after a tool response, multi-turn)
 g     markers split across stream chunks at every position, multi-byte text in arguments
-h     drift real models emit (missing opener or close, text inside a tool section, bare JSON calls)
+h     drift real models emit (missing opener or close, text inside a tool section, bare JSON calls,
+      argument JSON that strict JSON rejects: double-encoded, single quotes, raw newlines in strings)
 i     false positives (a JSON example in the answer that looks like a call stays content)
 ====  =====================================================================================
 

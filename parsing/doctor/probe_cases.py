@@ -457,6 +457,50 @@ class _Builder:
             self.add("h.bare_json_call", "a call written as bare JSON, without any marker", p,
                      lead + bare + close_text + s.end if close_text == s.eot else lead + bare + s.end,
                      self.msg(reasoning=reasoning, calls=[exp]), suggestion="accept a bare JSON call at the turn start")
+        if s.content_kind == "json":
+            self.h_loose_json(p, lead, reasoning)
+
+    def h_loose_json(self, p: Any, lead: str, reasoning: Any) -> None:
+        """Argument JSON that real models write and strict JSON rejects (reported against deployed parsers:
+        Kimi-K2 double-encoded arguments, DeepSeek-V3 raw newlines in code, Python-dict quotes from quantized
+        Mistral). The json content parser is strict, as in the reference, and a transform cannot decode a
+        string again, so each is a known limit of the language for a template with plain JSON arguments."""
+        s = self.s
+        content_args = s.fields[s.tools].get("content_args") or {}
+        plain = not content_args.get("unquoted_keys") and not content_args.get("string_delims")
+        args = {"city": "Paris"}
+        _, expected = self.calls([("get_weather", args)])
+        dumped = json.dumps(args)
+        text, _ = self.calls([("get_weather", dumped)])
+        if plain and json.dumps(dumped) in text:
+            self.add("h.arguments_as_json_string", "the arguments written as a JSON string holding the object", p,
+                     lead + s.end_after(s.tool_section(text)), self.msg(reasoning=reasoning, calls=expected),
+                     limit=("the json content parser decodes once and no transform decodes a string again, so the "
+                            "arguments stay a string; decode string arguments in the application"),
+                     suggestion="decode string arguments in the application")
+        text, _ = self.calls([("get_weather", args)])
+        value = json.dumps(args["city"])  # "Paris" in plain JSON, or between the dialect's own string delimiters
+        if not plain and content_args.get("string_delims"):
+            d_open, d_close = content_args["string_delims"][0]
+            value = d_open + args["city"] + d_close
+        quoted = "'" + args["city"] + "'"
+        if value in text and (not plain or dumped in text):
+            self.add("h.single_quoted_json", "a string argument in single quotes (Python-dict style 'Paris')", p,
+                     lead + s.end_after(s.tool_section(text.replace(value, quoted).replace('"city"', "'city'"))),
+                     self.msg(reasoning=reasoning, calls=expected),
+                     limit=("single quotes are not JSON; taking them as a string delimiter (string_delims) would "
+                            "break apostrophes inside ordinary JSON strings, so the call raises"),
+                     suggestion="repair the arguments in the application when a call fails")
+        note = {"text": "line one\nline two"}
+        text, expected = self.calls([("save_note", note)])
+        escaped = json.dumps(note["text"])
+        if plain and escaped in text:
+            self.add("h.raw_newline_in_string", "a raw newline inside a JSON string argument (code, notes)", p,
+                     lead + s.end_after(s.tool_section(text.replace(escaped, '"' + note["text"] + '"'))),
+                     self.msg(reasoning=reasoning, calls=expected),
+                     limit=("a raw newline inside a JSON string is a control character that strict JSON (the "
+                            "reference's json.loads) rejects, and nothing in a template can escape it first"),
+                     suggestion="repair the arguments in the application when a call fails")
 
     def i(self) -> None:
         s = self.s

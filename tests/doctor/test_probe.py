@@ -132,6 +132,29 @@ def test_truncated_call_accepts_an_error_or_no_call_but_not_a_partial_call():
     assert by_id(probe(examples.load_family("hermes").template))["a.call_cut"].status == "pass"
 
 
+LOOSE_JSON = ("h.arguments_as_json_string", "h.single_quoted_json", "h.raw_newline_in_string")
+
+
+def test_loose_argument_json_is_a_known_limit_of_json_calls():
+    """Argument JSON that real models write and strict JSON rejects (double-encoded, single quotes, raw newlines in
+    a string): probed for templates with JSON calls, each a known limit, with the call written as the model would."""
+    hermes = by_id(probe(examples.load_family("hermes").template))
+    for pid in LOOSE_JSON:
+        assert hermes[pid].status == "limit" and hermes[pid].case.limit
+    assert '"arguments": "{\\"city\\": \\"Paris\\"}"' in hermes["h.arguments_as_json_string"].case.output
+    # the arguments stay the JSON string; the expectation is the object the model meant
+    got = hermes["h.arguments_as_json_string"].got["tool_calls"][0]["function"]["arguments"]
+    assert got == '{"city": "Paris"}'
+    assert hermes["h.arguments_as_json_string"].case.expected["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+    assert "{'city': 'Paris'}" in hermes["h.single_quoted_json"].case.output
+    assert '"line one\nline two"' in hermes["h.raw_newline_in_string"].case.output
+    # XML arguments are raw text: nothing to probe; a dialect with its own string delimiters gets the quote probe
+    assert not set(LOOSE_JSON) & set(by_id(probe(examples.load_family("qwen3_coder").template)))
+    gemma = by_id(probe(examples.load_family("gemma4").template))
+    assert [pid for pid in LOOSE_JSON if pid in gemma] == ["h.single_quoted_json"]
+    assert "call:get_weather{city:'Paris'}" in gemma["h.single_quoted_json"].case.output
+
+
 def test_template_without_tool_calls_marks_those_classes_not_applicable():
     spec = copy.deepcopy(CLEAN)
     del spec["fields"]["tool_calls"]

@@ -43,10 +43,12 @@ def test_prefixes_for_picks_the_family_of_the_editor_template():
 def test_library_picker_labels_carry_the_probe_score():
     scores = examples.probe_scores()
     assert set(scores) == set(examples.list_families())
-    choices = dict((value, label) for label, value in library_choices(["qwen3", "hermes"]))
-    q = scores["qwen3"]
-    assert choices["qwen3"] == f"qwen3 — probes {q['passed']}/{q['run']}, {len(q['limits'])} known limit"
-    assert choices["hermes"] == f"hermes — probes {scores['hermes']['passed']}/{scores['hermes']['run']}"
+    choices = dict((value, label) for label, value in library_choices(["qwen3", "functiongemma", "deepseek_r1"]))
+    q, one, none = scores["qwen3"], scores["functiongemma"], scores["deepseek_r1"]
+    assert len(q["limits"]) > 1 and len(one["limits"]) == 1 and not none["limits"]
+    assert choices["qwen3"] == f"qwen3 — probes {q['passed']}/{q['run']}, {len(q['limits'])} known limits"
+    assert choices["functiongemma"] == f"functiongemma — probes {one['passed']}/{one['run']}, 1 known limit"
+    assert choices["deepseek_r1"] == f"deepseek_r1 — probes {none['passed']}/{none['run']}"
     assert probe_panel.score_label("x", None) == "x"
     assert probe_panel.score_label("x", {"passed": 1, "run": 3, "failed": 1, "limits": ["a", "b"]}) == \
         "x — probes 1/3, 1 failing, 2 known limits"
