@@ -25,6 +25,7 @@ from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
 from .decided import decided_branches
+from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
@@ -628,6 +629,7 @@ def _validate_dict(spec: Any) -> CompiledTemplate:
         raise _scope_error("fields", "response_template.fields must be a non-empty dict")
     if len(fields_raw) > MAX_FIELDS:
         raise _scope_error("fields", f"response_template.fields: more than {MAX_FIELDS} fields are refused")
+    _check_compile_sizes(spec)
     fields = {name: _build_field(name, raw) for name, raw in fields_raw.items()}
     implicit = [name for name, f in fields.items() if f.open is None]
     if len(implicit) > 1:
@@ -639,6 +641,41 @@ def _validate_dict(spec: Any) -> CompiledTemplate:
         raise _scope_error("start_anchor", "response_template must define 'start_anchor' or 'start_anchor_pattern'.")
     return CompiledTemplate(spec=deepcopy(spec), fields=fields, implicit=implicit[0] if implicit else None,
                             defaults=deepcopy(defaults), start_anchor=anchor, field_names=tuple(fields))
+
+
+def _pattern_sources(spec: dict):
+    """(JSON path, source) of every regex a template compiles: the start anchor, open and close patterns, and
+    ``tag_pattern`` in ``content_args`` and nested ``value_parser`` args."""
+    if isinstance(spec.get("start_anchor_pattern"), str):
+        yield "start_anchor_pattern", spec["start_anchor_pattern"]
+    for name, field in spec["fields"].items():
+        if not isinstance(field, dict):
+            continue
+        for key in ("open_pattern", "close_pattern"):
+            if isinstance(field.get(key), str):
+                yield f"fields.{name}.{key}", field[key]
+        args, path = field.get("content_args"), f"fields.{name}.content_args"
+        for _depth in range(64):  # value parsers nest; the JSON depth limit ends the chain long before
+            if not isinstance(args, dict):
+                break
+            if isinstance(args.get("tag_pattern"), str):
+                yield f"{path}.tag_pattern", args["tag_pattern"]
+            nested = args.get("value_parser")
+            args, path = (nested.get("args"), f"{path}.value_parser.args") if isinstance(nested, dict) else (None, "")
+
+
+def _check_compile_sizes(spec: dict) -> None:
+    """Refuse patterns whose compiling alone would take seconds and gigabytes (`parsing.regex_cost`), before
+    any is compiled."""
+    total = 0
+    for where, source in _pattern_sources(spec):
+        why = too_large(source)
+        if why is not None:
+            raise _scope_error(where, f"{where}: pattern refused: {why}")
+        total += compile_size(source)
+        if total > MAX_TEMPLATE_SIZE:
+            raise _scope_error(where, f"{where}: pattern refused: the template's patterns together expand to more "
+                                      f"than {MAX_TEMPLATE_SIZE:,} items when compiled")
 
 
 def load_template(template: Any) -> CompiledTemplate:

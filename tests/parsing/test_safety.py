@@ -100,3 +100,84 @@ def test_deeply_nested_templates_get_a_template_error():
         transform = [transform]
     with pytest.raises(TemplateError):
         load_template({"start_anchor": "X", "fields": {"x": {"open": "<x>", "transform": transform}}})
+
+
+# `regex.compile` writes out counted repeats: `a{9000000}` alone takes 8 s and 2.4 GB to compile. These stay small
+# enough (about 1 s and 300 MB unguarded) that the tests fail quickly rather than hang where the check is missing.
+BIG_REPEAT = "(?:a{1000}){1000}"
+
+
+@pytest.mark.parametrize("where", ["start_anchor_pattern", "fields.x.open_pattern", "fields.x.close_pattern",
+                                   "fields.x.content_args.tag_pattern",
+                                   "fields.x.content_args.value_parser.args.value_parser.args.tag_pattern"])
+def test_patterns_too_large_to_compile_are_refused_before_compiling(where):
+    from parsing.regex_cost import MAX_PATTERN_SIZE, compile_size
+
+    template = {"start_anchor": "X", "fields": {"x": {"open": "<x>", "close": "</x>", "content": "xml-inline",
+                                                      "content_args": {"tag_pattern": "(?P<key>k)(?P<value>v)"}},
+                                                "content": {}}}
+    if where == "start_anchor_pattern":
+        del template["start_anchor"]
+        template["start_anchor_pattern"] = "X" + BIG_REPEAT
+    elif where.endswith("_pattern") and where.count(".") == 2:
+        key = where.rsplit(".", 1)[1]
+        del template["fields"]["x"][key.replace("_pattern", "")]
+        template["fields"]["x"][key] = "<" + BIG_REPEAT + ">"
+    else:
+        inner = {"tag_pattern": "(?P<key>k)(?P<value>" + BIG_REPEAT + ")"}
+        args = template["fields"]["x"]["content_args"]
+        if "value_parser" in where:
+            args["value_parser"] = {"name": "xml-inline", "args": {"tag_pattern": "(?P<key>k)(?P<value>.)",
+                                                                   "value_parser": {"name": "xml-inline",
+                                                                                    "args": inner}}}
+        else:
+            args.update(inner)
+    assert compile_size(BIG_REPEAT) == 1_000_000 > MAX_PATTERN_SIZE
+    with pytest.raises(TemplateError) as info:
+        load_template(template)
+    assert info.value.path == where and "refused" in str(info.value) and "{1,}" in str(info.value)
+
+
+def test_compile_size_counts_repeat_minimums_through_nesting_and_branches():
+    from parsing.regex_cost import compile_size
+
+    assert compile_size("a{9000000}") == 9_000_000
+    assert compile_size("((((a{100}){100}){100}){100})") == 100_000_000
+    assert compile_size("(?:ab|cd){1000}") == 4000
+    assert compile_size("(?:a{1,3000}){1,3000}") == 1  # open-ended or from-1 repeats are not written out
+    assert compile_size(r"\p{L}{50}x{30}") >= 50 * 30  # regex-only syntax: an upper bound
+
+
+def test_the_template_s_patterns_together_are_bounded():
+    from parsing.regex_cost import MAX_PATTERN_SIZE, MAX_TEMPLATE_SIZE
+
+    each = f"b{{{MAX_PATTERN_SIZE - 10}}}"  # each under the one-pattern limit
+    n = MAX_TEMPLATE_SIZE // MAX_PATTERN_SIZE + 1
+    template = {"start_anchor": "X", "fields": {f"f{i}": {"open_pattern": f"<{i}>" + each, "close": "</x>"}
+                                                for i in range(n)} | {"content": {}}}
+    with pytest.raises(TemplateError) as info:
+        load_template(template)
+    assert info.value.path == f"fields.f{n - 1}.open_pattern" and "together" in str(info.value)
+
+
+def test_every_library_template_is_far_below_the_compile_limits():
+    import examples
+    from parsing.regex_cost import MAX_PATTERN_SIZE, compile_size
+    from parsing.template import _pattern_sources
+
+    sizes = [compile_size(source) for family in examples.list_families()
+             for _where, source in _pattern_sources(examples.load_family(family).template)]
+    assert sizes and max(sizes) < MAX_PATTERN_SIZE // 100
+
+
+def test_string_delims_rewrite_is_linear_in_the_number_of_strings():
+    """64,000 pulled strings in 512 KB: one pass (0.2 s of CPU); a replace per string took minutes."""
+    template = {"start_anchor": "X", "fields": {"x": {"open": "<x>", "close": "</x>", "content": "json",
+                                                      "content_args": {"string_delims": [["<<", ">>"]],
+                                                                       "unquoted_keys": True}}}}
+    n = 64_000
+    body = "{" + ",".join(f"k{i}:<<v{i}>>" for i in range(n)) + "}"
+    start = time.process_time()
+    out = parse_response("<x>" + body + "</x>", template, prefix="")
+    assert time.process_time() - start < 10  # generous: linear is far below, quadratic far above
+    assert out["x"] == {f"k{i}": f"v{i}" for i in range(n)}
