@@ -60,9 +60,20 @@ def main(argv=None) -> None:
     backends.set_max_loaded(limits.max_loaded_models)
     demo = build_ui(model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload, limits=limits,
                     remotes=args.remotes, allow_any_remote=args.allow_any_remote)
-    demo.queue(default_concurrency_limit=args.concurrency)
-    demo.launch(server_name=args.host, server_port=args.port, state_session_capacity=limits.max_sessions,
-                max_file_size="2mb" if limits.public else None, **launch_kwargs())
+    queue, launch = serving_kwargs(limits, args.concurrency)
+    demo.queue(**queue)
+    demo.launch(server_name=args.host, server_port=args.port, **launch, **launch_kwargs())
+
+
+def serving_kwargs(limits, concurrency: int) -> tuple[dict, dict]:
+    """Keyword arguments for ``demo.queue`` and ``demo.launch`` from the deployment's `playground.limits.Limits`:
+    jobs at once, waiting jobs at most (a client that never reads its answers cannot pile up unbounded work and
+    request bodies), sessions kept, upload and request body sizes."""
+    from playground import http_limits
+
+    return ({"default_concurrency_limit": concurrency, "max_size": limits.max_queue},
+            {"state_session_capacity": limits.max_sessions, "max_file_size": "2mb" if limits.public else None,
+             "app_kwargs": http_limits.app_kwargs(limits.max_request_bytes)})
 
 
 if __name__ == "__main__":

@@ -671,11 +671,11 @@ def _check_compile_sizes(spec: dict) -> None:
     for where, source in _pattern_sources(spec):
         why = too_large(source)
         if why is not None:
-            raise _scope_error(where, f"{where}: pattern refused: {why}")
+            raise _scope_error(where, f"{where.rsplit('.', 1)[-1]} refused: {why}")
         total += compile_size(source)
         if total > MAX_TEMPLATE_SIZE:
-            raise _scope_error(where, f"{where}: pattern refused: the template's patterns together expand to more "
-                                      f"than {MAX_TEMPLATE_SIZE:,} items when compiled")
+            raise _scope_error(where, f"{where.rsplit('.', 1)[-1]} refused: the template's patterns together expand "
+                                      f"to more than {MAX_TEMPLATE_SIZE:,} items when compiled")
 
 
 def load_template(template: Any) -> CompiledTemplate:

@@ -275,7 +275,13 @@ def message_for(exc: BaseException) -> str:
     return scrub_paths(text) if _LIMITS.public else text
 
 
-def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any]) -> Callable:
+def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any],
+             sizes: tuple[tuple[int, str, str], ...] = ()) -> Callable:
+    def check_sizes(args):
+        for i, what, limit_name in sizes:
+            if i < len(args) and isinstance(args[i], str):
+                _LIMITS.check_size(what, args[i], limit_name)
+
     def failure(exc: BaseException):
         import gradio as gr
 
@@ -297,6 +303,7 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
         def generator(*args, **kwargs):
             args, kwargs = clean(args), clean(kwargs)
             try:
+                check_sizes(args)
                 for out in fn(*args, **kwargs):
                     yield clean(out)
             except RequestCancelled:
@@ -312,6 +319,7 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
     def plain(*args, **kwargs):
         args, kwargs = clean(args), clean(kwargs)
         try:
+            check_sizes(args)
             return clean(fn(*args, **kwargs))
         except RequestCancelled:
             import gradio as gr
@@ -325,15 +333,34 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
     return plain
 
 
-def protect(demo: Any, messages: dict[Any, Callable[[str], Any]]) -> None:
+class _Input(int):
+    """An input's index, as a placeholder argument."""
+
+
+def _argument_positions(fn: Callable, n_inputs: int) -> list[int]:
+    """Where each of ``n_inputs`` input values lands among ``fn``'s positional arguments: Gradio inserts the
+    special ones (a ``gr.Request`` parameter, a ``gr.Progress`` default) at their parameter's place."""
+    from gradio.helpers import special_args
+
+    placed = special_args(fn, [_Input(i) for i in range(n_inputs)], None)[0]
+    positions = [j for j, value in enumerate(placed) if isinstance(value, _Input)]
+    return positions if len(positions) == n_inputs else list(range(n_inputs))
+
+
+def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
+            sizes: dict[Any, tuple[str, str]] | None = None) -> None:
     """Wrap every event handler of ``demo`` (a built ``gr.Blocks``) with the guard.
 
     ``messages``: output components that can show a message, each with the function that formats one (for
     the status line: an error-styled HTML line). A handler's failure goes to the first of its outputs found
     there, the other outputs left unchanged; a handler with none of them raises ``gr.Error(message)`` (a
     notice on the page).
+    ``sizes``: input components whose text has a size limit, each with (what it is, for the message; the
+    `Limits` field): every handler that takes one refuses a longer text before it runs (a crafted request can
+    send any text to any handler, not only to the one that usually checks it).
     """
     ids = {getattr(c, "_id", None): show for c, show in messages.items()}
+    limited = {getattr(c, "_id", None): rule for c, rule in (sizes or {}).items()}
     for block_fn in demo.fns.values():
         fn = getattr(block_fn, "fn", None)
         if fn is None or getattr(fn, "_guarded", False):
@@ -341,6 +368,10 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]]) -> None:
         outputs = list(getattr(block_fn, "outputs", []) or [])
         index = next((i for i, c in enumerate(outputs) if getattr(c, "_id", None) in ids), None)
         show = ids[outputs[index]._id] if index is not None else str
-        wrapped = _guarded(fn, len(outputs), index, show)
+        inputs = list(getattr(block_fn, "inputs", []) or [])
+        where = _argument_positions(fn, len(inputs))
+        checks = tuple((where[i], *limited[c._id]) for i, c in enumerate(inputs)
+                       if getattr(c, "_id", None) in limited)
+        wrapped = _guarded(fn, len(outputs), index, show, checks)
         wrapped._guarded = True
         block_fn.fn = wrapped

@@ -42,6 +42,8 @@ class Limits:
         workers: worker processes for the transformers check.
         max_sessions: sessions Gradio keeps state for (the oldest are evicted beyond it).
         max_loaded_models: models kept loaded at once (least recently used evicted).
+        max_request_bytes: largest HTTP request body (`playground.http_limits`); None: no cap.
+        max_queue: jobs waiting in Gradio's queue at most (more are refused at once: "Queue is full"); None: no cap.
     """
 
     public: bool = False
@@ -58,6 +60,8 @@ class Limits:
     workers: int = 2
     max_sessions: int = 10_000
     max_loaded_models: int | None = 4
+    max_request_bytes: int | None = None
+    max_queue: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -70,7 +74,8 @@ class Limits:
         return replace(cls(public=True, request_budget=5.0, reference_budget=5.0, max_paste_chars=262_144,
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
-                           max_loaded_models=2), **changes)
+                           max_loaded_models=2, max_request_bytes=8 << 20,
+                           max_queue=64), **changes)
 
     def check_size(self, what: str, text: str | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` is longer than the limit ``limit_name``."""
@@ -162,11 +167,14 @@ _FLAGS = {  # flag -> (Limits field, type, help)
     "--workers": ("workers", int, "worker processes for the transformers check"),
     "--max-sessions": ("max_sessions", int, "sessions whose state is kept at most"),
     "--max-loaded-models": ("max_loaded_models", int, "models loaded at once (0: no limit)"),
+    "--max-request-mb": ("max_request_bytes", float, "largest HTTP request body in MB (0: no limit)"),
+    "--max-queue": ("max_queue", int, "jobs waiting in the queue at most; more are refused (0: no limit)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
-                 "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models"}
+                 "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
+                 "max_request_bytes", "max_queue"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -203,6 +211,8 @@ def from_arguments(args: argparse.Namespace, default_model: str) -> tuple[Limits
             value = None
         elif value <= 0:
             raise SystemExit(f"{flag} must be positive")
+        elif name == "max_request_bytes":
+            value = int(value * 2 ** 20)
         changes[name] = value
     limits = replace(base, **changes)
     if public or args.allowed_models is not None:

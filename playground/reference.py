@@ -106,8 +106,8 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
             result["skipped"] = (f"reference check skipped: every worker stayed busy for {e.budget:g} s "
                                  "(the server is under load)")
         else:
-            result["skipped"] = (f"reference check skipped: the transformers parser exceeded the time budget "
-                                 f"({e.budget:g}s) on this template")
+            result["skipped"] = (f"reference check skipped: the transformers parser exceeded this server's time "
+                                 f"limit for it ({e.budget:g} s, --reference-budget) on this template")
         return result
     except WorkerFailed as e:
         result["ref_error"] = f"{e.type_name}: {e.message}" if e.type_name != "WorkerDied" else None

@@ -470,7 +470,12 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     # Every handler (the Doctor's too): repaired text in and out, a message for any failure, session upkeep.
     guard.protect(demo, {p.status: lambda m: render.status_html(m, "error"),
                          p.template_status: render.template_status_html,
-                         p.export_status: lambda m: render.status_html(m, "error")})
+                         p.export_status: lambda m: render.status_html(m, "error")},
+                  sizes={p.editor: ("The template", "max_template_chars"),
+                         p.paste_raw: ("The pasted output", "max_paste_chars"),
+                         p.paste_prefix: ("The prompt prefix", "max_prefix_chars"),
+                         p.paste_tools: ("The tools", "max_tools_chars"),
+                         p.tools_code: ("The tools", "max_tools_chars")})
     guard.start_janitor(demo)  # closed and expired sessions forgotten, with Gradio's copies of their values
     return demo
 

@@ -83,6 +83,47 @@ def test_protect_turns_every_failure_into_a_message():
     assert demo.fns[0].fn.__wrapped__.__name__ == "echo"  # Gradio still sees the handler's own signature
 
 
+def test_protect_refuses_oversized_inputs_in_every_handler_that_takes_them():
+    """A crafted request can send the editor's text to any handler that takes it (a paste parse, a Doctor check),
+    not only to the edit handler that checked it: paste_parse took a 300,000-character template on a server whose
+    limit is 65,536."""
+    from playground.limits import Limits
+
+    guard.configure(Limits.public_space())
+    try:
+        with gr.Blocks() as demo:
+            editor = gr.Code()
+            paste = gr.Textbox()
+            status = gr.HTML()
+            seen = []
+
+            def parse(raw, text):
+                seen.append(len(text))
+                return "parsed", raw
+
+            def replay(text, request: gr.Request, raw):  # Gradio inserts the request second
+                seen.append(len(text))
+                yield "replayed", raw
+
+            paste.submit(parse, [paste, editor], [status, paste])
+            paste.change(replay, [editor, paste], [status, paste])
+        guard.protect(demo, {status: lambda m: f"<b>{m}</b>"},
+                      sizes={editor: ("The template", "max_template_chars"),
+                             paste: ("The pasted output", "max_paste_chars")})
+        parse_g, replay_g = [f.fn for f in demo.fns.values()]
+        big = "x" * 70_000
+        msg, skipped = parse_g("raw", big)
+        assert msg.startswith("<b>The template is 70,000 characters; this server takes at most 65,536.")
+        assert skipped == gr.skip() and seen == []
+        assert [o[0] for o in replay_g(big, None, "raw")][0].startswith("<b>The template is 70,000 characters")
+        assert [o[0] for o in replay_g("{}", None, "y" * 300_000)][0].startswith("<b>The pasted output is 300,000")
+        assert seen == []
+        assert parse_g("raw", "{}") == ("parsed", "raw") and list(replay_g("{}", None, "raw")) == [("replayed", "raw")]
+        assert seen == [2, 2]
+    finally:
+        guard.configure(Limits.private())
+
+
 def test_request_budget_counts_only_work_and_cancels():
     import threading
     import time

@@ -233,3 +233,21 @@ def test_memory_per_session_stays_bounded(server):
     assert grown < 3 * n + 100, f"{grown:.0f} MB for {n} sessions"
     for client in clients:
         client.close()
+
+
+def test_request_bodies_over_the_cap_are_refused_before_they_are_read(server):
+    """Gradio reads a whole JSON body before any handler checks a size (100 MB grew the server by 210 MB):
+    `playground.http_limits` answers 413 to a body over the public 8 MB cap, on every route."""
+    import httpx
+
+    _proc, url = server
+    big = json.dumps({"data": ["x" * (9 << 20), "", "", ""]})
+    for route in ("gradio_api/call/paste_parse", "gradio_api/queue/join", "gradio_api/upload"):
+        r = httpx.post(url + route, content=big, headers={"Content-Type": "application/json"}, timeout=60)
+        assert r.status_code == 413, (route, r.status_code, r.text[:200])
+        assert "at most 8 MB" in r.json()["detail"]
+    # under the cap, the handler's own limit answers with its message
+    client_body = json.dumps({"data": ["x" * 300_000, "", "", ""]})
+    r = httpx.post(url + "gradio_api/call/paste_parse", content=client_body,
+                   headers={"Content-Type": "application/json"}, timeout=60)
+    assert r.status_code == 200, r.text[:200]

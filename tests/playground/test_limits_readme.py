@@ -1,0 +1,83 @@
+"""The README's "Running it publicly" table says what `playground.limits.Limits` does, in both modes."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from playground.limits import Limits
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _rows() -> dict[str, tuple[str, str]]:
+    """flag -> (public default, private default) from the README table."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    table = text[text.index("| limit | public default | private default |"):]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for flag in re.findall(r"`(--[\w-]+)`", cells[3]):
+            rows[flag] = (cells[1], cells[2])
+    return rows
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "none"
+    if value >= 3600:
+        return f"{value / 3600:g} h"
+    if value >= 60:
+        return f"{value / 60:g} min"
+    return f"{value:g} s"
+
+
+def test_the_time_limits_in_the_readme_are_the_ones_in_force_per_mode():
+    rows = _rows()
+    for flag, field in (("--request-budget", "request_budget"), ("--regex-timeout", "regex_timeout"),
+                        ("--reference-budget", "reference_budget"), ("--session-ttl", "session_ttl")):
+        expected = (_seconds(getattr(Limits.public_space(), field)), _seconds(getattr(Limits.private(), field)))
+        assert rows[flag] == expected, flag
+
+
+def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
+    rows = _rows()
+    public, private = Limits.public_space(), Limits.private()
+    assert rows["--max-request-mb"] == (f"{public.max_request_bytes >> 20} MB", "none")
+    assert private.max_request_bytes is None
+    assert rows["--sessions-memory-mb"] == (f"{public.sessions_memory_mb:,} MB", f"{private.sessions_memory_mb:,} MB")
+    sizes = [public.max_paste_chars, public.max_prefix_chars, public.max_template_chars, public.max_tools_chars,
+             public.max_history_chars]
+    assert rows["--max-paste-chars"] == (" / ".join(f"{n:,}" for n in sizes) + " characters", "none")
+    assert {private.max_paste_chars, private.max_prefix_chars, private.max_template_chars, private.max_tools_chars,
+            private.max_history_chars} == {None}
+    assert rows["--max-sessions"] == (f"{public.max_sessions:,} / {public.max_loaded_models}",
+                                      f"{private.max_sessions:,} / {private.max_loaded_models}")
+    assert rows["--workers"] == (str(public.workers), str(private.workers))
+
+
+def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
+    """A client that joins jobs and never reads their answers kept 40 paste parses queued ahead of everyone (a
+    normal parse then waited 56 s) and every waiting job holds its request body: public servers cap the queue."""
+    import argparse
+    import sys
+
+    sys.path.insert(0, ROOT)
+    import app
+    from playground.limits import add_arguments, from_arguments
+
+    rows = _rows()
+    public, private = Limits.public_space(), Limits.private()
+    assert rows["--max-queue"] == (str(public.max_queue), "none") and private.max_queue is None
+    queue, launch = app.serving_kwargs(public, 8)
+    assert queue == {"default_concurrency_limit": 8, "max_size": public.max_queue}
+    assert launch["state_session_capacity"] == public.max_sessions and launch["max_file_size"] == "2mb"
+    assert launch["app_kwargs"]["middleware"][0].kwargs == {"max_bytes": public.max_request_bytes}
+    queue, launch = app.serving_kwargs(private, 8)
+    assert queue["max_size"] is None and launch["app_kwargs"] == {} and launch["max_file_size"] is None
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_arguments(parser.parse_args(["--public", "--max-queue", "10"]), "m")[0].max_queue == 10
+    assert from_arguments(parser.parse_args(["--public", "--max-queue", "0"]), "m")[0].max_queue is None
