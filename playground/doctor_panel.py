@@ -17,6 +17,7 @@ Element ids (for tests): ``doctor-lint-btn``/``doctor-lint``, ``doctor-checks-bt
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import gradio as gr
@@ -62,6 +63,8 @@ def _note(text: str, kind: str = "info") -> str:
     return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape(text)}</div>'
 
 
+# An export name: one plain file name (the suffixes .json / .cases.jsonl are added).
+_PLAIN_NAME = re.compile(r"[^\W.][\w. -]*")
 _TABLE = 'style="border-collapse:collapse;width:100%;font-size:0.9em"'
 _CELL = 'style="border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left"'
 
@@ -203,11 +206,12 @@ def append_case_text(suite_text: str, case: dict) -> str:
 def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
     """Write ``<name>.json`` and ``<name>.cases.jsonl`` into a new temporary folder; returns both paths.
 
-    Raises ValueError (readable) for an invalid template or suite, or a name with path separators.
+    Raises ValueError (readable) for an invalid template or suite, or a name that is not a plain file name.
     """
     name = (name or "").strip() or "response_template"
-    if "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError("The export name must be a plain file name (no folders).")
+    if not _PLAIN_NAME.fullmatch(name) or len(name.encode()) > 120:
+        raise ValueError("The export name must be a plain file name (no folders): letters, digits, spaces, '-', "
+                         "'_' and '.', not starting with '.', at most 120 bytes.")
     parsing.loads_template(template_text)  # editor text, never a path; TemplateError is a ValueError
     cases = doctor_suites.loads_suite(suite_text or "")
     folder = fresh_export_dir("doctor-export-")  # removed after an hour, like every export
@@ -231,7 +235,9 @@ def _problem(exc: BaseException) -> str:
         return _note(exc.describe(), "error")
     if isinstance(exc, offload.Cut):
         return _note(str(exc), "error")
-    return _note(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}", "error")
+    from . import guard
+
+    return _note(guard.message_for(exc), "error")  # paths scrubbed on a public server, length bounded
 
 
 # ------------------------------------------------------------------------------------------ the panel

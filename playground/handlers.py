@@ -345,7 +345,7 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         yield sess
         return
     limits.check_size("The template", editor_text, "max_template_chars")
-    limits.check_size("The tools", settings.tools_text, "max_tools_chars")
+    limits.check_size("The tools JSON", settings.tools_text, "max_tools_chars")
     limits.check_size("The conversation", json.dumps(sess.history, default=str) + text, "max_history_chars")
     if not _template_first(sess, editor_text):
         yield sess
@@ -450,10 +450,8 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         sess.hand_back(box, text)  # the box was cleared when the turn was sent: give the text back
         if isinstance(e, backends.ModelLoadError):
             msg = f"No model loaded: {str(e).rstrip('.')}. Load a model first; your message was kept."
-        elif isinstance(e, (backends.GenerationError, ValueError)):
-            msg = str(e)
-        else:
-            msg = f"{type(e).__name__}: {e}"
+        else:  # paths scrubbed on a public server, like every other failure the guard words
+            msg = guard.message_for(e)
         sess.say(msg, "error", "chat")
         yield sess
     finally:
@@ -469,7 +467,7 @@ def _paste_run(raw: str, prefix: str, tools_text: str, sess: Session, page: Page
     limits = page.limits
     limits.check_size("The pasted output", raw, "max_paste_chars")
     limits.check_size("The prompt prefix", prefix, "max_prefix_chars")
-    limits.check_size("The tools", tools_text, "max_tools_chars")
+    limits.check_size("The tools JSON", tools_text, "max_tools_chars")
     tools = parse_tools(tools_text)
     return Run(prefix=prefix or "", chunks=tuple(tokenish_chunks(raw or "")), template_text=sess.template_text,
                tools=tuple(tools) if tools else None, source="paste")

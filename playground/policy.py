@@ -91,10 +91,15 @@ class ModelPolicy:
         self._allowed: dict[str, ResolvedModel] = {}
         for entry in self.allowed or ():
             resolved = self._resolve_trusted(entry)
-            for spelling in (entry.strip(), resolved.label, os.path.normpath(resolved.label)):
-                self._allowed.setdefault(spelling, resolved)
+            spellings = [entry.strip(), resolved.label, os.path.normpath(resolved.label)]
             if resolved.source == "folder":
-                self._allowed.setdefault(resolved.location, resolved)
+                name, sep, folder = entry.strip().partition("=")
+                spellings.append(folder.strip() if sep else name)  # the operator's spelling of the folder
+                if not self.hide_paths:
+                    # Not on a public server: answering to the real path would tell visitors where the app lives.
+                    spellings.append(resolved.location)
+            for spelling in spellings:
+                self._allowed.setdefault(spelling, resolved)
 
     @staticmethod
     def _resolve_trusted(entry: str) -> ResolvedModel:

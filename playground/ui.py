@@ -474,8 +474,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                   sizes={p.editor: ("The template", "max_template_chars"),
                          p.paste_raw: ("The pasted output", "max_paste_chars"),
                          p.paste_prefix: ("The prompt prefix", "max_prefix_chars"),
-                         p.paste_tools: ("The tools", "max_tools_chars"),
-                         p.tools_code: ("The tools", "max_tools_chars")})
+                         p.paste_tools: ("The tools JSON", "max_tools_chars"),
+                         p.tools_code: ("The tools JSON", "max_tools_chars")})
     guard.start_janitor(demo)  # closed and expired sessions forgotten, with Gradio's copies of their values
     return demo
 

@@ -70,6 +70,27 @@ def test_append_and_export(tmp_path):
         export_files(json.dumps(CLEAN), text, "../x")
     with pytest.raises(ValueError):
         export_files('{"fields": {}}', text, "x")
+    # A 300-character name made the OS refuse it, and the message named the server's export folder; a NUL byte
+    # gave "embedded null byte". Every such name gets the same readable refusal before any file is written.
+    for name in ("x" * 300, "名前" * 50, "a\x00b", "a:b", "a\nb", ".hidden", "..", "a\\b"):
+        with pytest.raises(ValueError, match="plain file name") as info:
+            export_files(json.dumps(CLEAN), text, name)
+        assert "/" not in str(info.value).replace("(no folders)", "")
+    assert export_files(json.dumps(CLEAN), text, "名前 v2.final")[0].endswith("名前 v2.final.json")
+
+
+def test_panel_problems_never_name_a_server_path_on_a_public_server():
+    from playground import guard
+    from playground.doctor_panel import _problem
+    from playground.limits import Limits
+
+    exc = OSError(36, "File name too long", "/tmp/response-template-playground-exports/doctor-export-x/aaa.json")
+    guard.configure(Limits.public_space())
+    try:
+        shown = _problem(exc)
+    finally:
+        guard.configure(Limits.private())
+    assert "File name too long" in shown and "/tmp/" not in shown and "doctor-export" not in shown
 
 
 def test_suite_html_marks_pass_and_fail():

@@ -39,6 +39,24 @@ def test_public_policy_loads_only_allowed_models_and_hides_the_file_system(publi
     assert "at most" in str(info.value) and len(str(info.value)) < 300
 
 
+def test_a_public_server_does_not_answer_to_the_real_path_of_an_allowed_folder(tiny_model_dir, tmp_path,
+                                                                                  monkeypatch):
+    """The model box loaded '/work/.../examples/builtin_model/model' (allowed as 'examples/builtin_model/model'), so a
+    visitor could confirm where the app lives on the server by trying paths."""
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(tiny_model_dir)))
+    rel = os.path.relpath(tiny_model_dir)
+    public = ModelPolicy(allowed=(rel,), hide_paths=True)
+    assert public.resolve(rel).location == os.path.realpath(tiny_model_dir)
+    assert public.resolve("./" + rel).key == public.resolve(rel).key  # spellings of the allowed name still work
+    with pytest.raises(ModelRefused) as info:
+        public.resolve(os.path.realpath(tiny_model_dir))
+    with pytest.raises(ModelRefused) as other:
+        public.resolve(str(tmp_path / "not-there"))
+    assert str(info.value).split("'")[2:] == str(other.value).split("'")[2:]  # the same answer as any refusal
+    private = ModelPolicy(allowed=(rel,))
+    assert private.resolve(os.path.realpath(tiny_model_dir)).key == public.resolve(rel).key
+
+
 def test_allow_any_hub_never_opens_a_local_folder(tiny_model_dir, tmp_path, monkeypatch):
     rules = ModelPolicy(allowed=("tiny=" + tiny_model_dir,), allow_any_hub=True, hide_paths=True)
     assert rules.resolve("org/some-model").source == "hub"
