@@ -15,19 +15,45 @@ from parsing.hf import RoundTripError, save_template_to_tokenizer
 
 EXPORT_ROOT = Path(tempfile.gettempdir()) / "response-template-playground-exports"
 EXPORT_MAX_AGE = 3600  # seconds an export folder is kept (its download has long been served by then)
+# Bytes all export folders may hold: a tokenizer export of a hub model is ~20 MB (folder and zip), and anyone can
+# press Export again and again; the oldest folders go first beyond it (Gradio serves the download from its own
+# copy of the zip, made when the handler returns).
+EXPORT_MAX_BYTES = 512 << 20
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for f in path.rglob("*"):
+        try:
+            total += f.stat().st_size if f.is_file() else 0
+        except OSError:
+            pass
+    return total
 
 
 def fresh_export_dir(prefix: str = "export-") -> Path:
     """A new folder under `EXPORT_ROOT` for one export (tokenizer, Doctor files); folders older than
-    `EXPORT_MAX_AGE` seconds are removed first, so exports never pile up on the server's disk."""
+    `EXPORT_MAX_AGE` seconds are removed first, then the oldest while all of them hold more than
+    `EXPORT_MAX_BYTES`, so exports never pile up on the server's disk."""
     EXPORT_ROOT.mkdir(parents=True, exist_ok=True)
     now = time.time()
+    kept = []
     for old in EXPORT_ROOT.iterdir():
         try:
-            if now - old.stat().st_mtime > EXPORT_MAX_AGE:
-                shutil.rmtree(old, ignore_errors=True)
+            mtime = old.stat().st_mtime
         except OSError:
-            pass
+            continue
+        if now - mtime > EXPORT_MAX_AGE:
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            kept.append((mtime, old))
+    sizes = [(mtime, old, _tree_bytes(old)) for mtime, old in sorted(kept)]
+    total = sum(size for _m, _o, size in sizes)
+    for _mtime, old, size in sizes:
+        if total <= EXPORT_MAX_BYTES:
+            break
+        shutil.rmtree(old, ignore_errors=True)
+        total -= size
     return Path(tempfile.mkdtemp(prefix=prefix, dir=EXPORT_ROOT))
 
 

@@ -24,6 +24,23 @@ def test_doctor_export_folders_are_removed_after_a_while(tmp_path, monkeypatch):
     assert not os.path.exists(folder) and os.path.exists(second[0])
 
 
+def test_export_folders_together_stay_under_a_size_cap(tmp_path, monkeypatch):
+    """Anyone can press Export again and again (a hub model's tokenizer export is ~20 MB, kept an hour): beyond
+    the cap the oldest folders are removed before a new one is made."""
+    monkeypatch.setattr(export, "EXPORT_ROOT", tmp_path / "exports")
+    monkeypatch.setattr(export, "EXPORT_MAX_BYTES", 1500)
+    folders = []
+    for age in (30, 20, 10):  # seconds ago, oldest first
+        folder = export.fresh_export_dir()
+        (folder / "tokenizer.json").write_bytes(b"x" * 600)
+        then = time.time() - age
+        os.utime(folder, (then, then))
+        folders.append(folder)
+    newest = export.fresh_export_dir()
+    assert [f.exists() for f in folders] == [False, True, True]  # 1,800 bytes > 1,500: the oldest went
+    assert newest.exists()
+
+
 def test_run_checks_stop_at_the_request_budget_with_a_local_command():
     slow = {"start_anchor": "X", "fields": {"x": {"open_pattern": "(a|aa)+z", "close": "</x>"}, "content": {}}}
     import json
