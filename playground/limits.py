@@ -44,6 +44,7 @@ class Limits:
         max_loaded_models: models kept loaded at once (least recently used evicted).
         max_request_bytes: largest HTTP request body (`playground.http_limits`); None: no cap.
         max_queue: jobs waiting in Gradio's queue at most (more are refused at once: "Queue is full"); None: no cap.
+        max_new_tokens: the most tokens one chat turn may generate (the Max new tokens slider's maximum).
     """
 
     public: bool = False
@@ -62,6 +63,7 @@ class Limits:
     max_loaded_models: int | None = 4
     max_request_bytes: int | None = None
     max_queue: int | None = None
+    max_new_tokens: int = 32768
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -75,7 +77,7 @@ class Limits:
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
-                           max_queue=64), **changes)
+                           max_queue=64, max_new_tokens=4096), **changes)
 
     def check_size(self, what: str, text: str | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` is longer than the limit ``limit_name``."""
@@ -169,6 +171,7 @@ _FLAGS = {  # flag -> (Limits field, type, help)
     "--max-loaded-models": ("max_loaded_models", int, "models loaded at once (0: no limit)"),
     "--max-request-mb": ("max_request_bytes", float, "largest HTTP request body in MB (0: no limit)"),
     "--max-queue": ("max_queue", int, "jobs waiting in the queue at most; more are refused (0: no limit)"),
+    "--max-new-tokens": ("max_new_tokens", int, "the most tokens one chat turn may generate"),
 }
 
 

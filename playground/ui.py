@@ -155,7 +155,9 @@ def _render_chat_tab(p: _Page, sess: Session) -> None:
                                label="Tools (JSON list of schemas; empty for none)", lines=8, elem_id="tools")
         p.thinking = gr.Checkbox(value=True, label="Thinking (enable_thinking)", elem_id="thinking")
         with gr.Row():
-            p.max_new = gr.Slider(1, 32768, value=256, step=1, label="Max new tokens", elem_id="max-new-tokens")
+            # Its maximum is the server's limit: Gradio refuses a larger value in any request.
+            p.max_new = gr.Slider(1, guard.limits().max_new_tokens, value=256, step=1, label="Max new tokens",
+                                  elem_id="max-new-tokens")
             p.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature", elem_id="temperature")
             p.top_p = gr.Slider(0.05, 1, value=0.95, step=0.05, label="Top-p", elem_id="top-p")
             p.seed = gr.Number(value=0, precision=0, label="Seed (-1: random)", elem_id="seed")

@@ -81,3 +81,19 @@ def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
     add_arguments(parser)
     assert from_arguments(parser.parse_args(["--public", "--max-queue", "10"]), "m")[0].max_queue == 10
     assert from_arguments(parser.parse_args(["--public", "--max-queue", "0"]), "m")[0].max_queue is None
+
+
+def test_the_generation_cap_in_the_readme_is_the_slider_maximum(tiny_model_dir):
+    """Max new tokens went up to 32,768 on a public server (minutes of a core or a GPU per turn, 8 turns at once);
+    the slider's maximum is the limit in force, so Gradio refuses a larger value in a crafted request too."""
+    from playground import guard, ui
+
+    rows = _rows()
+    public, private = Limits.public_space(), Limits.private()
+    assert rows["--max-new-tokens"] == (f"{public.max_new_tokens:,}", f"{private.max_new_tokens:,}")
+    try:
+        demo = ui.build_ui(tiny_model_dir, preload=False, limits=public)
+        slider = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "max-new-tokens")
+        assert slider.maximum == public.max_new_tokens
+    finally:
+        guard.configure(private)
