@@ -335,9 +335,23 @@ class ResponseParser:
             if finder is not None:
                 pos = self._pos - self._base
                 found = finder.search(buf, pos)
-                if (found is not None and found.start() == pos and (pos or not watch.at_start)
-                        and found.group() not in watch.literal_set):
+                if found is None and (pos or not watch.at_start):
+                    # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
+                    # current region (what `_process` would conclude from the same search).
+                    end = self._base + len(buf)
+                    self._route(events, self._pos, end)
+                    self._pos = end
+                    self._trim()
                     return events
+                if found is not None and found.start() == pos and (pos or not watch.at_start):
+                    if found.group() not in watch.literal_set:
+                        return events
+                    # A whole literal where the last scan held without running its regex (a suffix the match
+                    # needs has not arrived, or a complete match waits for its lookahead's text): `_process`
+                    # would hold there again, whatever the other delimiters do.
+                    clock = self._clock
+                    if clock is not None and clock.deferred is not None and clock.still_deferred(buf, pos, self._base):
+                        return events
         else:
             self._append(text)
         self._process(events, eos=False)
