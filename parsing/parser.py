@@ -520,7 +520,8 @@ class ResponseParser:
                 hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
             elif found is not None and not eos and not as_reference and (
                     found.group() not in watch.literal_set
-                    or self._clock is not None and self._clock.still_deferred(buf, found.start(), base)):
+                    or self._clock is not None and self._clock.deferred is not None
+                    and self._clock.still_deferred(buf, found.start(), base)):
                 # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
                 # and would hold again: hold from there, no regex.
                 hit, hold = None, found.start()

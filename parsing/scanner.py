@@ -88,7 +88,8 @@ class ScanState(SearchClock):
         self.deferred: tuple[int, Delimiter] | None = None
 
     def reset(self) -> None:
-        super().reset()
+        if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
+            self.spent.clear()
         if self.waiting:
             self.waiting.clear()
         if self.lookbehinds:
@@ -242,10 +243,11 @@ def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
 
 def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseContext,
                    clock: SearchClock, base: int = 0, before: str = "", window: int | None = None,
-                   pattern=None) -> int | None:
+                   pattern=None, candidate: int = -1) -> int | None:
     """Leftmost p in [lo, hi] from which a match of the regex (or ``pattern``; default: the pattern without
     ``\\K``, or for a split delimiter the variant its lookbehind selects there) could still reach past the
-    buffer edge."""
+    buffer edge. ``candidate``: a position known to be a candidate of the delimiter's prefilter (where a match
+    starts), which spares the search for it when the range begins there."""
     if lo > hi:
         return None
     end = len(buf)
@@ -253,7 +255,7 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
         reach = delim.max_width + (delim.lookahead or 0)
         lo = max(lo, end - reach)
     prefilter = delim.prefilter if pattern is None else None
-    p = lo if prefilter is None else prefilter.candidate(buf, lo)
+    p = lo if prefilter is None or lo == candidate else prefilter.candidate(buf, lo)
     while -1 < p <= hi:
         run = pattern
         if run is None:
@@ -656,4 +658,4 @@ def _pending_start(delim: Delimiter, buf: str, pos: int, start: int, stop: int, 
         # `a b` reports `b`), so an earlier attempt may be pending too.
         earlier = _regex_pending(delim, buf, pos, start - 1, ctx, clock, base, before, window)
         return start if earlier is None else earlier
-    return _regex_pending(delim, buf, pos, start, ctx, clock, base, before, window)
+    return _regex_pending(delim, buf, pos, start, ctx, clock, base, before, window, candidate=start)
