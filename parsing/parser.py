@@ -335,7 +335,7 @@ class ResponseParser:
             if finder is not None:
                 pos = self._pos - self._base
                 found = finder.search(buf, pos)
-                if found is None and (pos or not watch.at_start):
+                if found is None and (pos or not watch.at_start or self._start_settled(watch)):
                     # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
                     # current region (what `_process` would conclude from the same search).
                     end = self._base + len(buf)
@@ -343,7 +343,8 @@ class ResponseParser:
                     self._pos = end
                     self._trim()
                     return events
-                if found is not None and found.start() == pos and (pos or not watch.at_start):
+                if found is not None and found.start() == pos and (pos or not watch.at_start
+                                                                   or self._start_settled(watch)):
                     if found.group() not in watch.literal_set:
                         return events
                     # A whole literal where the last scan held without running its regex (a suffix the match
@@ -513,10 +514,11 @@ class ResponseParser:
             pos = self._pos - base
             finder = watch.finder
             found = None
-            if finder is not None and (pos or not watch.at_start):
+            settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
+            if settled:
                 # One search of the state's literals first: most of the time it settles the scan alone.
                 found = finder.search(buf, pos)
-            if finder is not None and found is None and (pos or not watch.at_start):
+            if settled and found is None:
                 hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
             elif found is not None and not eos and not as_reference and (
                     found.group() not in watch.literal_set
@@ -609,6 +611,13 @@ class ResponseParser:
                 self._pos = hold_abs
             break
         self._trim()
+
+    def _start_settled(self, watch: WatchSet) -> bool:
+        """Whether every delimiter of ``watch`` that `^` lets match at index 0 of the buffer whatever the text has
+        already failed there for good (`ScanState.dead_at_start`): the literals alone then say where a match can
+        start, at index 0 too."""
+        clock = self._clock
+        return clock is not None and bool(clock.dead_at_start) and watch.start_ids <= clock.dead_at_start
 
     def _reference_feed_stalls(self) -> bool:
         """Whether the reference's one-shot feed of the generation commits and flushes nothing at all, so that its

@@ -75,13 +75,14 @@ class Prefilter:
     first_chars: str
     finder: re.Pattern | None
 
-    def candidate(self, text: str, pos: int) -> int:
+    def candidate(self, text: str, pos: int, past_start: bool = False) -> int:
         """The first position >= ``pos`` where an attempt could succeed, or -1 when there is none.
 
         A position at the very end of ``text`` is a candidate only for `at_start` with ``pos == 0 ==
         len(text)`` (``^`` matching an empty text); elsewhere an empty remainder cannot start a match.
+        ``past_start``: the caller knows no attempt can succeed at index 0 whatever `at_start` says.
         """
-        if self.at_start and pos == 0:
+        if self.at_start and pos == 0 and not past_start:
             return 0
         if self.finder is not None:
             m = self.finder.search(text, pos)

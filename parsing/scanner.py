@@ -74,7 +74,7 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "lookbehinds")
+    __slots__ = ("waiting", "deferred", "lookbehinds", "dead_at_start")
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,6 +86,9 @@ class ScanState(SearchClock):
         # (position, delimiter) when the last scan held from a regex delimiter it did not run (a suffix still
         # missing, or a match waiting for the end of the stream): `still_deferred` re-checks just that.
         self.deferred: tuple[int, Delimiter] | None = None
+        # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
+        # no more text can make them match there, and they match nowhere else but at their literals.
+        self.dead_at_start: set[int] = set()
 
     def reset(self) -> None:
         if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
@@ -94,6 +97,8 @@ class ScanState(SearchClock):
             self.waiting.clear()
         if self.lookbehinds:
             self.lookbehinds.clear()
+        if self.dead_at_start:
+            self.dead_at_start.clear()
         self.deferred = None
 
     def still_deferred(self, buf: str, at: int, base: int = 0) -> bool:
@@ -152,6 +157,11 @@ class WatchSet:
     # stream. `history_any`: the same, split delimiters included (the reference's rule runs their whole pattern).
     history: bool = False
     history_any: bool = False
+    # Ids of the delimiters whose prefilter applies at index 0 whatever the text there (``^``): `start_ids`; those
+    # of them that, once they fail at index 0 even as a partial match, can never match there (`start_dies`: every
+    # branch a sure failure, no lookbehind of unbounded reach, no \K, no search from an origin).
+    start_ids: frozenset = frozenset()
+    start_dies: frozenset = frozenset()
 
 
 def watch_sets(template: CompiledTemplate) -> dict:
@@ -184,8 +194,18 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                prefilter is not None and prefilter.at_start, owners,
                                any(d.literals is None and d.lookbehind is None and d.split is None
                                    for d in delimiters),
-                               any(d.literals is None and d.lookbehind is None for d in delimiters))
+                               any(d.literals is None and d.lookbehind is None for d in delimiters),
+                               frozenset(id(d) for d in delimiters if d.prefilter is not None and d.prefilter.at_start),
+                               frozenset(id(d) for d in delimiters if _dies_at_start(d)))
     return sets
+
+
+def _dies_at_start(delim: Delimiter) -> bool:
+    """Whether a failure of ``delim`` at index 0 (no complete and no partial match from a search there) is final."""
+    return (delim.prefilter is not None and delim.prefilter.at_start and delim.literals is None
+            and delim.branches is not None and len(delim.branches) > 0
+            and all(b.sure_failure for b in delim.branches) and delim.split is None and delim.lookbehind is not None
+            and delim.attempt_regex is None and not delim.search_from_origin and not delim.edge_blind)
 
 
 def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | None, int]:
@@ -361,7 +381,9 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         PatternTimeoutError, BudgetExceededError: a search exceeded its budget, or the deadline passed.
     """
     end = len(buf)
+    start_dies = None
     if type(watch) is WatchSet:
+        start_dies = watch.start_dies or None
         watch = watch.delimiters
     ctx = timeout if type(timeout) is ParseContext else as_context(timeout)
     if clock is None:
@@ -376,13 +398,14 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     # where its search starts), in the order of those candidates. Every match or hold a delimiter gives starts at
     # or after its candidate: once a candidate lies past the winning match found so far (it will commit), or
     # past the hold (nothing can commit, and the hold cannot move further left), the rest cannot change the result.
+    dead = clock.dead_at_start if type(clock) is ScanState and clock.dead_at_start else None
     order = []
     for delim in watch:
         prefilter = delim.prefilter
         if prefilter is None:
             order.append((origin if delim.search_from_origin else pos, delim))
         else:
-            at = prefilter.candidate(buf, pos)
+            at = prefilter.candidate(buf, pos, pos == 0 and dead is not None and id(delim) in dead)
             if at != -1:
                 order.append((at, delim))
     if len(order) > 1:
@@ -459,6 +482,8 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 attempt = match if delim.attempt_regex is None else clock.run(
                     delim, "search", buf, start_at, ctx, partial=True, pattern=delim.attempt_regex)
                 if attempt is None:
+                    if start_at == 0 and start_dies is not None and id(delim) in start_dies and type(clock) is ScanState:
+                        clock.dead_at_start.add(id(delim))  # nothing from index 0 on, and none can come at 0
                     continue
                 if attempt.partial or match is None or match.partial:
                     hold = min(hold, attempt.start())

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from examples import list_families, load_family
-from parsing import load_template
+from parsing import ResponseParser, load_template, parse_response
 from parsing.streams import fixed_chunks, merged_events, parse_stream, random_chunks
 from parsing.template import CompiledTemplate, _pattern_shape
 
@@ -147,3 +147,39 @@ def test_prefix_cut_after_the_last_anchor_match(anchors, prefix):
     ends = [m.end() for m in rx.finditer(prefix)]
     expected = ("", prefix) if not ends else (prefix[:ends[-1]], prefix[ends[-1]:])
     assert template.truncate_prefix(prefix) == expected
+
+
+def test_a_start_anchored_open_that_failed_at_index_0_costs_no_more_scans(monkeypatch):
+    """qwen3_coder's ``^\\s*<think>`` can match at index 0 whatever the text there, so while the text from index 0
+    is held every feed used to run a full scan. A response that starts with a call: once ``<to`` rules the open
+    out at index 0 for good, the call open's literal alone says where to hold, and the pending call open costs no
+    scan per character. The message is the one-shot one, and the one the template without shortcuts gives."""
+    import parsing.parser as parser_module
+
+    family = load_family("qwen3_coder")
+    transcript = next(t for t in family.transcripts if t.output.startswith("<tool_call>\n<function="))
+    template = load_template(family.template)
+    scans = []
+    real_scan = parser_module.scan
+
+    def counting_scan(*args, **kwargs):
+        scans.append(args[2])  # the scan position
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(parser_module, "scan", counting_scan)
+    parser = ResponseParser(template, prefix=transcript.prefix, tools=transcript.tools or None)
+    opened = None
+    for i, char in enumerate(transcript.output):
+        events = parser.feed(char)
+        if opened is None and any(e["type"] == "region_open" and e["field"] == "tool_calls" for e in events):
+            opened, scans_to_open = i, len(scans)
+    message, _ = parser.finalize()
+    assert opened is not None and opened > 30
+    assert scans_to_open <= 8, scans  # one per character before: more than 30
+    monkeypatch.setattr(parser_module, "scan", real_scan)
+    assert message == transcript.outcome["message"]
+    assert message == parse_response(transcript.output, template, prefix=transcript.prefix,
+                                     tools=transcript.tools or None)
+    slow = without_shortcuts(template)
+    assert outcome(slow, transcript.prefix, list(transcript.output), transcript.tools or None)[0] == \
+        outcome(template, transcript.prefix, list(transcript.output), transcript.tools or None)[0]
