@@ -32,11 +32,13 @@ def configure(workers: int = 2) -> None:
 
 
 def pool() -> WorkerPool:
-    """The shared worker pool (created on first use; its workers import the transformers parser)."""
+    """The shared worker pool (created on first use; its workers import the transformers parser and the Doctor)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = WorkerPool(_POOL_SIZE, preload=("transformers.utils.chat_parsing",))
+            # the Doctor's jobs (playground.offload) import parsing.doctor: at start, not in a visitor's budget
+            _POOL = WorkerPool(_POOL_SIZE, preload=("transformers.utils.chat_parsing", "parsing.doctor",
+                                                    "playground.offload"))
         return _POOL
 
 
