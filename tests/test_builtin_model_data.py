@@ -22,7 +22,8 @@ N_TRAIN = 6000
 @pytest.fixture(scope="module")
 def train_examples():
     return (data.make_examples(N_TRAIN, "train", 0) + data.make_examples(500, "train", 0, drill=True)
-            + data.make_echo_examples(500, 0))
+            + data.make_echo_examples(500, 0) + data.make_examples(2000, "train", 0, focus=True)
+            + data.make_examples(300, "train", 0, drill=True, focus=True) + data.make_echo_examples(300, 0, focus=True))
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +158,49 @@ def test_copy_drills_are_short_and_ask_for_a_value_back():
     assert sum(len(ex["messages"][0]["content"]) for ex in drills) / len(drills) < 90
 
 
+def test_three_value_copy_drills_answer_with_the_requested_values():
+    # values are words, numbers and codes: no commas, no "then"/"and"
+    three = re.compile(r"(?:First (.+?), then (.+?), then|Cities: (.+?), (.+?) and) (.+?)\. (.+)$")
+    drills = [(ex, three.match(ex["messages"][0]["content"])) for ex in data.make_echo_examples(600, 0, focus=True)]
+    drills = [(ex, m) for ex, m in drills if m]
+    assert len(drills) > 20
+    for ex, m in drills:
+        user, answer = ex["messages"][0]["content"], ex["target"]["content"]
+        x, y, z, question = m.group(1) or m.group(3), m.group(2) or m.group(4), m.group(5), m.group(6)
+        expected = {"What came second?": y, "What came last?": z, "Repeat them.": f"{x}, {y} and {z}"}[question]
+        assert answer == expected, (user, answer)
+
+
+def test_focus_mix_weights_what_v2_got_wrong():
+    def share(examples, pred):
+        return sum(map(pred, examples)) / len(examples)
+
+    main = data.make_examples(3000, "train", 5)
+    focus = data.make_examples(3000, "train", 5, focus=True)
+    def two_calls(ex):  # among tool requests: two calls made, or two results to state
+        return len(ex.get("expected_calls") or [m for m in ex["messages"][-2:] if m["role"] == "tool"]) == 2
+
+    answers = lambda ex: ex["kind"] == "answer"  # noqa: E731
+    plain = lambda ex: ex["kind"] == "plain"  # noqa: E731
+    main_req, focus_req = [x for x in main if x["kind"] != "plain"], [x for x in focus if x["kind"] != "plain"]
+    assert share(focus_req, two_calls) > 1.5 * share(main_req, two_calls)
+    # weights 4/13 against 3/12 for both kinds
+    assert share(focus, answers) > 1.1 * share(main, answers)
+    assert share(focus, plain) > 1.1 * share(main, plain)
+    # half the focus cities are spliced from pieces of training words: each piece occurs in one
+    pieces = data._piece_words()
+    spliced = [data._spliced_word(__import__("random").Random(i)) for i in range(200)]
+    for w in spliced:
+        assert any(w.startswith(p[i:j]) for p in pieces for i in range(len(p)) for j in range(i + 2, len(p) + 1)), w
+    # the focus stream is its own: none of its blocks repeats the main stream's examples
+    assert data.training_block("focus", 0, 0, 64, 0.15, 0.1) != data.training_block("main", 0, 0, 64, 0.15, 0.1)
+    with pytest.raises(ValueError):
+        data.training_block("mian", 0, 0, 8)
+
+
 def test_splits_are_reproducible_from_the_seed():
     assert data.make_examples(50, "train", 3) == data.make_examples(50, "train", 3)
     assert data.make_examples(50, "eval", 3) == data.make_examples(50, "eval", 3)
     assert data.make_examples(50, "train", 3) != data.make_examples(50, "train", 4)
     assert data.make_echo_examples(20, 3) == data.make_echo_examples(20, 3)
+    assert data.make_examples(50, "train", 3, focus=True) == data.make_examples(50, "train", 3, focus=True)

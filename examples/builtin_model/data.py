@@ -393,15 +393,48 @@ def _random_city_once(rng: random.Random) -> str:
     return name
 
 
+# Pieces of training words: values spliced from them are made of the common sub-word tokens that
+# real names consist of, so copying them needs more than a one-token match (the v2 model copied
+# rare made-up pieces well but lost its place inside names like "Nashville": "Nashal").
+
+
+def _piece_words() -> list[str]:
+    return sorted({w.lower() for c in _CITIES_TRAIN for w in c.split("_") if len(w) > 3}
+                  | {w for w in _TOPIC_NOUNS if len(w) > 3})
+
+
+def _spliced_word(rng: random.Random) -> str:
+    """Two or three 2-5 letter pieces of different training words, joined (``"chesbonkyo"``)."""
+    out = ""
+    for _ in range(rng.choice([2, 2, 3])):
+        w = rng.choice(_piece_words())
+        n = rng.randint(2, min(5, len(w)))
+        i = rng.randint(0, len(w) - n)
+        out += w[i:i + n]
+    return out
+
+
+def _spliced_city(rng: random.Random) -> str:
+    """A made-up place name of one or two spliced words (``"Anchester Bonkyo"``)."""
+    def make(r: random.Random) -> str:
+        words = [_spliced_word(r).capitalize() for _ in range(r.choice([1, 1, 1, 2]))]
+        return " ".join(words)
+
+    return _made_up(make, rng)
+
+
 def _random_city(rng: random.Random) -> str:
     """A made-up place name, sometimes of two to four words (``"Port Elvaro"``), never containing
     an evaluation city."""
     return _made_up(_random_city_once, rng)
 
 
-def _city(split: str, rng: random.Random) -> str:
+def _city(split: str, rng: random.Random, focus: bool = False) -> str:
     # Training mixes real names with made-up ones, so that the model learns to copy whatever
     # the user wrote instead of recalling a list; evaluation uses real names never trained on.
+    # The focus mix (see ``make_example``) makes half the names from common pieces.
+    if focus and rng.random() < 0.5:
+        return _spliced_city(rng)
     if split == "train" and rng.random() < 0.65:
         return _random_city(rng)
     return rng.choice(_CITIES_TRAIN if split == "train" else _CITIES_EVAL).replace("_", " ")
@@ -476,18 +509,22 @@ _TOPIC_ADJ = """cheap fast simple ancient modern famous small electric healthy q
 classic rare strange easy""".split()
 
 
-def _topic(split: str, rng: random.Random) -> str:
-    """A search query: a listed topic, or (training only) a new one from words and made-up names."""
+def _topic(split: str, rng: random.Random, focus: bool = False) -> str:
+    """A search query: a listed topic, or (training only) a new one from words and made-up names
+    (``focus``: half of the made-up words spliced from common pieces)."""
     if split != "train":
         return rng.choice(_TOPICS_EVAL)
     if rng.random() < 0.3:
         return rng.choice(_TOPICS_TRAIN)
 
+    def made_up_word(r: random.Random, syllables: int | None = None) -> str:
+        return _spliced_word(r) if focus and r.random() < 0.5 else _random_word(r, syllables)
+
     def make(r: random.Random) -> str:
         def noun() -> str:
-            return r.choice(_TOPIC_NOUNS) if r.random() < 0.5 else _random_word(r)
+            return r.choice(_TOPIC_NOUNS) if r.random() < 0.5 else made_up_word(r)
 
-        person = _random_word(r, 2).capitalize() + " " + _random_word(r, r.choice([2, 3])).capitalize()
+        person = made_up_word(r, 2).capitalize() + " " + made_up_word(r, r.choice([2, 3])).capitalize()
         return r.choice(_TOPIC_FORMS).format(a=noun(), b=r.choice(_TOPIC_ADJ), c=noun(), p=person,
                                              q=_random_city_once(r), v=r.choice(_TOPIC_VERBS))
 
@@ -768,27 +805,31 @@ def plain_held_out_questions() -> list[str]:
 _KINDS = ["weather", "weather_unit", "time", "convert", "calc", "search", "search_n", "fx",
           "two_weather", "two_time", "weather_time", "two_calc"]
 _KIND_WEIGHTS = [12, 4, 9, 9, 9, 9, 3, 7, 6, 3, 4, 2]
+# the focus mix: two-call requests (1 of 19 right in v2's evaluation) and multi-piece values
+_FOCUS_KIND_WEIGHTS = [8, 4, 7, 8, 7, 9, 3, 6, 10, 6, 7, 4]
 
 
-def _two_cities(split: str, rng: random.Random) -> tuple[str, str]:
-    c1, c2 = _city(split, rng), _city(split, rng)
+def _two_cities(split: str, rng: random.Random, focus: bool = False) -> tuple[str, str]:
+    c1, c2 = _city(split, rng, focus), _city(split, rng, focus)
     while c2 == c1:
-        c2 = _city(split, rng)
+        c2 = _city(split, rng, focus)
     return c1, c2
 
 
-def _request(split: str, rng: random.Random, kind: str | None = None) -> tuple[str, list[dict]]:
-    """A user message and the calls that answer it (one or two)."""
-    kind = kind or rng.choices(_KINDS, weights=_KIND_WEIGHTS)[0]
+def _request(split: str, rng: random.Random, kind: str | None = None, focus: bool = False
+             ) -> tuple[str, list[dict]]:
+    """A user message and the calls that answer it (one or two); ``focus``: the focus mix's
+    request kinds and values (see ``make_example``)."""
+    kind = kind or rng.choices(_KINDS, weights=_FOCUS_KIND_WEIGHTS if focus else _KIND_WEIGHTS)[0]
     phrase = _phrase(kind, split, rng)
     if kind == "weather":
-        c = _city(split, rng)
+        c = _city(split, rng, focus)
         return phrase.format(city=c), [_call("get_weather", {"city": c})]
     if kind == "weather_unit":
-        c, u = _city(split, rng), rng.choice(["celsius", "fahrenheit"])
+        c, u = _city(split, rng, focus), rng.choice(["celsius", "fahrenheit"])
         return phrase.format(city=c, unit=u), [_call("get_weather", {"city": c, "unit": u})]
     if kind == "time":
-        c = _city(split, rng)
+        c = _city(split, rng, focus)
         return phrase.format(city=c), [_call("get_time", {"city": c})]
     if kind == "convert":
         f, t = rng.choice(_UNIT_PAIRS)
@@ -799,23 +840,23 @@ def _request(split: str, rng: random.Random, kind: str | None = None) -> tuple[s
         e, val = _expr(split, rng)
         return phrase.format(expr=e), [_call("calculate", {"expression": e, "_value": val})]
     if kind == "search":
-        tp = _topic(split, rng)
+        tp = _topic(split, rng, focus)
         return phrase.format(topic=tp), [_call("web_search", {"query": tp})]
     if kind == "search_n":
-        tp, n = _topic(split, rng), rng.randint(1, 10)
+        tp, n = _topic(split, rng, focus), rng.randint(1, 10)
         return phrase.format(topic=tp, n=n), [_call("web_search", {"query": tp, "max_results": n})]
     if kind == "fx":
         b, t = _currency_pair(split, rng)
         return phrase.format(base=b, target=t), [_call("get_exchange_rate", {"base": b, "target": t})]
     if kind == "two_weather":
-        c1, c2 = _two_cities(split, rng)
+        c1, c2 = _two_cities(split, rng, focus)
         return (phrase.format(city=c1, city2=c2),
                 [_call("get_weather", {"city": c1}), _call("get_weather", {"city": c2})])
     if kind == "two_time":
-        c1, c2 = _two_cities(split, rng)
+        c1, c2 = _two_cities(split, rng, focus)
         return phrase.format(city=c1, city2=c2), [_call("get_time", {"city": c1}), _call("get_time", {"city": c2})]
     if kind == "weather_time":
-        c = _city(split, rng)
+        c = _city(split, rng, focus)
         calls = [_call("get_weather", {"city": c}), _call("get_time", {"city": c})]
         text = phrase.format(city=c)
         if text.lower().index("time") < text.lower().index("weather"):
@@ -875,7 +916,7 @@ def _tools_called(messages: list[dict]) -> set[str]:
     return {c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
 
 
-def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
+def make_example(split: str, rng: random.Random, drill: bool = False, focus: bool = False) -> dict:
     """One training/evaluation example.
 
     Returns a dict with ``messages`` (the conversation before the assistant turn), ``tools``
@@ -889,6 +930,10 @@ def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
     makes a call drill: a tool call or an answer from tool results, with made-up values, only
     the needed tools offered and no system prompt, so that copying is most of what the short
     example teaches.
+
+    ``focus`` (training only) weights the mix toward what the v2 model got wrong: more answers
+    after tool results and plain questions, more two-call requests, and half of the city names
+    and made-up search words spliced from pieces of training words (``_spliced_word``).
     """
     thinking = rng.random() < 0.5
     system = None if drill else rng.choice(_SYSTEMS)
@@ -897,7 +942,10 @@ def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
         for _ in range(rng.choice([1, 1, 2])):
             messages += _exchange(rng)
     earlier = _tools_called(messages)
-    weights = [3, 2, 0] if drill else ([6, 3, 3] if split == "train" else [5, 4, 3])
+    if focus:
+        weights = [2, 3, 0] if drill else [5, 4, 4]
+    else:
+        weights = [3, 2, 0] if drill else ([6, 3, 3] if split == "train" else [5, 4, 3])
     kind = rng.choices(["call", "answer", "plain"], weights=weights)[0]
     if kind == "plain":
         user, answer = _plain(split, rng)
@@ -916,7 +964,7 @@ def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
             ])
         return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
 
-    user, calls = _request(split, rng)
+    user, calls = _request(split, rng, focus=focus)
     tools = _offered_tools({c["function"]["name"] for c in calls} | earlier, rng, split, drill)
     messages.append({"role": "user", "content": user})
     clean = [_clean(c) for c in calls]
@@ -951,11 +999,11 @@ def make_example(split: str, rng: random.Random, drill: bool = False) -> dict:
             "expected_values": [v for c, r in zip(calls, results) for v in stated_values(c, r)]}
 
 
-def make_examples(n: int, split: str, seed: int, drill: bool = False) -> list[dict]:
-    """``n`` examples of one split, reproducible from ``seed`` (``drill``: copy drills, see
-    ``make_example``)."""
-    rng = random.Random(f"{split}:{seed}" + (":drill" if drill else ""))
-    return [make_example(split, rng, drill) for _ in range(n)]
+def make_examples(n: int, split: str, seed: int, drill: bool = False, focus: bool = False) -> list[dict]:
+    """``n`` examples of one split, reproducible from ``seed`` (``drill``: call drills,
+    ``focus``: the focus mix, see ``make_example``)."""
+    rng = random.Random(f"{split}:{seed}" + (":drill" if drill else "") + (":focus" if focus else ""))
+    return [make_example(split, rng, drill, focus) for _ in range(n)]
 
 
 _ECHO = [  # (request, answer) forms of the copy drills; {x} and {y} are made-up values
@@ -967,16 +1015,24 @@ _ECHO = [  # (request, answer) forms of the copy drills; {x} and {y} are made-up
     ("First {x}, then {y}. What came second?", "{y}"), ("First {x}, then {y}. What came first?", "{x}"),
     ("The password is {x} and the user is {y}. Who is the user?", "The user is {y}."),
 ]
+_ECHO_FOCUS = _ECHO + [  # three values: keep one's place among several made of common pieces
+    ("First {x}, then {y}, then {z}. What came second?", "{y}"),
+    ("First {x}, then {y}, then {z}. What came last?", "{z}"),
+    ("Cities: {x}, {y} and {z}. Repeat them.", "{x}, {y} and {z}"),
+    ("Write back {x} and {y}.", "{x} and {y}"),
+    ("I fly from {x} to {y} via {z}. Where do I change planes?", "You change planes in {z}."),
+]
 
 
-def _echo_value(rng: random.Random) -> str:
-    """One to four made-up words, letter strings, numbers or codes (``"Vorka 2981 qxe"``)."""
+def _echo_value(rng: random.Random, focus: bool = False) -> str:
+    """One to four made-up words, letter strings, numbers or codes (``"Vorka 2981 qxe"``;
+    ``focus``: half of the words spliced from pieces of training words)."""
     def make(r: random.Random) -> str:
         parts = []
         for _ in range(r.choice([1, 1, 2, 2, 3, 4])):
             x = r.random()
             if x < 0.5:
-                w = _random_word(r)
+                w = _spliced_word(r) if focus and r.random() < 0.5 else _random_word(r)
                 parts.append(w.capitalize() if r.random() < 0.5 else w)
             elif x < 0.65:
                 parts.append(str(r.randint(0, 99999)))
@@ -989,28 +1045,33 @@ def _echo_value(rng: random.Random) -> str:
     return _made_up(make, rng)
 
 
-def make_echo_example(rng: random.Random) -> dict:
+def make_echo_example(rng: random.Random, focus: bool = False) -> dict:
     """A copy drill without tools: the user gives made-up values and asks for one back.
 
     Short (about 40 tokens) and mostly copying: the first training phase uses these so that
     the model learns to copy (induction) before it learns the conversations.
     """
-    request, answer = rng.choice(_ECHO)
-    x, y = _echo_value(rng), _echo_value(rng)
+    request, answer = rng.choice(_ECHO_FOCUS if focus else _ECHO)
+    x, y = _echo_value(rng, focus), _echo_value(rng, focus)
     while y == x:
-        y = _echo_value(rng)
+        y = _echo_value(rng, focus)
+    z = ""
+    if "{z}" in request:
+        z = _echo_value(rng, focus)
+        while z in (x, y):
+            z = _echo_value(rng, focus)
     thinking = rng.random() < 0.2
-    target = {"role": "assistant", "content": answer.format(x=x, y=y)}
+    target = {"role": "assistant", "content": answer.format(x=x, y=y, z=z)}
     if thinking:
-        target["reasoning_content"] = f"The answer is {answer.format(x=x, y=y)}"
-    return {"messages": [{"role": "user", "content": request.format(x=x, y=y)}], "tools": None,
+        target["reasoning_content"] = f"The answer is {answer.format(x=x, y=y, z=z)}"
+    return {"messages": [{"role": "user", "content": request.format(x=x, y=y, z=z)}], "tools": None,
             "thinking": thinking, "kind": "plain", "target": target}
 
 
-def make_echo_examples(n: int, seed: int) -> list[dict]:
+def make_echo_examples(n: int, seed: int, focus: bool = False) -> list[dict]:
     """``n`` copy drills (``make_echo_example``), reproducible from ``seed``."""
-    rng = random.Random(f"echo:{seed}")
-    return [make_echo_example(rng) for _ in range(n)]
+    rng = random.Random(f"echo:{seed}" + (":focus" if focus else ""))
+    return [make_echo_example(rng, focus) for _ in range(n)]
 
 
 def training_block(phase: str, seed: int, number: int, size: int, drill_share: float = 0.0,
@@ -1018,15 +1079,19 @@ def training_block(phase: str, seed: int, number: int, size: int, drill_share: f
     """Block ``number`` of a training run's example stream (what ``train.py`` draws).
 
     ``phase`` ``"copy"``: ``size`` copy drills; ``"main"``: conversations with a ``drill_share``
-    of call drills and an ``echo_share`` of copy drills. Drawn from ``seed * 100_003 + number``.
+    of call drills and an ``echo_share`` of copy drills; ``"focus"``: the same shares of the
+    focus mix (``make_example``), a separate stream. Drawn from ``seed * 100_003 + number``.
     """
     block_seed = seed * 100_003 + number
     if phase == "copy":
         return make_echo_examples(size, block_seed)
+    focus = phase == "focus"
+    if not focus and phase != "main":
+        raise ValueError(f"unknown phase {phase!r}")
     n_drill, n_echo = int(size * drill_share), int(size * echo_share)
-    return (make_examples(size - n_drill - n_echo, "train", block_seed)
-            + make_examples(n_drill, "train", block_seed, drill=True)
-            + make_echo_examples(n_echo, block_seed + 7))
+    return (make_examples(size - n_drill - n_echo, "train", block_seed, focus=focus)
+            + make_examples(n_drill, "train", block_seed, drill=True, focus=focus)
+            + make_echo_examples(n_echo, block_seed + 7, focus))
 
 
 def user_messages(examples: list[dict]) -> list[str]:

@@ -358,12 +358,12 @@ def describe(name: str, encoded: list[tuple[list[int], list[int]]]) -> str:
 
 
 def _block_numbers(text: str) -> dict:
-    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12}`` (phases not named start at 0)."""
-    out = {"copy": 0, "main": 0}
+    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12, "focus": 0}`` (phases not named start at 0)."""
+    out = {"copy": 0, "main": 0, "focus": 0}
     for part in text.split(","):
         phase, _, number = part.partition("=")
         if phase not in out or not number.isdigit():
-            raise argparse.ArgumentTypeError(f"expected copy=N,main=M, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected copy=N,main=M,focus=K, got {text!r}")
         out[phase] = int(number)
     return out
 
@@ -401,8 +401,12 @@ def main(argv: list[str] | None = None) -> dict:
                          "tokens at 4.7 nats after 1000 steps, against 0.9 at the full rate after a 600-step copy phase")
     ap.add_argument("--resume", default=None,
                     help="continue training this saved model folder (tokenizer and weights; fresh optimiser)")
-    ap.add_argument("--first-block", type=_block_numbers, default={"copy": 0, "main": 0}, metavar="copy=N,main=M",
+    ap.add_argument("--first-block", type=_block_numbers, default={"copy": 0, "main": 0, "focus": 0},
+                    metavar="copy=N,main=M,focus=K",
                     help="block numbers the data streams start at (a resumed run: past what the first part drew)")
+    ap.add_argument("--mix", choices=["main", "focus"], default="main",
+                    help="the conversation stream after the copy phase: 'focus' weights it toward what v2 got "
+                         "wrong (data.make_example): answers, plain questions, two calls, values of common pieces")
     ap.add_argument("--rope-theta", type=float, default=1e6)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=1,
@@ -476,7 +480,7 @@ def main(argv: list[str] | None = None) -> dict:
         copy = blocks("copy")
         while step < args.echo_steps:
             yield next(copy)
-        yield from blocks("main")
+        yield from blocks(args.mix)
 
     for ids, att, lab in stream():
         if step >= total:
@@ -505,7 +509,7 @@ def main(argv: list[str] | None = None) -> dict:
             el = time.time() - t_train
             recent = losses[-args.log_every:]
             usage = resource.getrusage(resource.RUSAGE_SELF)
-            print(f"step {step}/{total} {'copy' if step <= args.echo_steps else 'main'} "
+            print(f"step {step}/{total} {'copy' if step <= args.echo_steps else args.mix} "
                   f"loss {sum(recent) / len(recent):.4f} lr {lr_at(step - 1):.2e} batch {tuple(ids.shape)} "
                   f"{el:.0f}s ({el / step:.2f}s/step, {usage.ru_utime + usage.ru_stime:.0f} cpu-s)", flush=True)
 
@@ -516,7 +520,7 @@ def main(argv: list[str] | None = None) -> dict:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary = {
         "seed": args.seed, "steps": step, "pretokenizer": args.pretokenizer, "batch_tokens": args.batch_tokens,
-        "echo_steps": args.echo_steps, "drill_share": args.drill_share, "echo_share": args.echo_share,
+        "echo_steps": args.echo_steps, "mix": args.mix, "drill_share": args.drill_share, "echo_share": args.echo_share,
         "lr": args.lr, "warmup": args.warmup, "cooldown": args.cooldown, "block": args.block,
         "hidden": args.hidden, "intermediate": args.intermediate, "layers": args.layers, "heads": args.heads,
         "induction_init": args.induction_init, "circuit_lr_scale": args.circuit_lr_scale, "rope_theta": args.rope_theta,
