@@ -22,10 +22,10 @@ DEMO_TOOLS: list[dict] = [_data.TOOLS["get_weather"], _data.TOOLS["get_time"]]
 # question in the form training used ("Capital of France?" gets no call but a made-up answer).
 DEMO_PROMPTS: list[str] = ["What's the weather in Paris?", "What is the capital of France?",
                            "What time is it in Tokyo and in Lima?"]
-# What get_weather could return for the first prompt; with thinking on (the page's default) the
-# answer states all its values. The city and the temperature are copied for any values tried; the
-# condition word often is not (with "sunny" it says "windy"): see README.md, known limits.
-DEMO_TOOL_RESULT: str = '{"city": "Paris", "temperature": 12, "unit": "celsius", "condition": "windy"}'
+# What get_weather could return for the first prompt; the shipped model's answer (greedy, thinking
+# on or off) states all its values ("Paris: sunny, 12°C."), as it does for the other condition
+# words and temperatures tried (sunny, windy, cloudy, rainy; 12 and 21).
+DEMO_TOOL_RESULT: str = '{"city": "Paris", "temperature": 12, "unit": "celsius", "condition": "sunny"}'
 
 _REQUIRED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
              "tokenizer_config.json")
