@@ -91,13 +91,18 @@ class ModelPolicy:
         self._allowed: dict[str, ResolvedModel] = {}
         for entry in self.allowed or ():
             resolved = self._resolve_trusted(entry)
-            spellings = [entry.strip(), resolved.label, os.path.normpath(resolved.label)]
-            if resolved.source == "folder":
+            spellings = [resolved.label, os.path.normpath(resolved.label)]
+            if resolved.source == "hub":
+                spellings.append(entry.strip())
+            else:
                 name, sep, folder = entry.strip().partition("=")
-                spellings.append(folder.strip() if sep else name)  # the operator's spelling of the folder
+                operator = folder.strip() if sep else name  # the operator's spelling of the folder
                 if not self.hide_paths:
-                    # Not on a public server: answering to the real path would tell visitors where the app lives.
-                    spellings.append(resolved.location)
+                    spellings += [entry.strip(), operator, resolved.location]
+                elif not os.path.isabs(operator):
+                    # Never an absolute path on a public server: answering to it would tell visitors where the
+                    # app lives (the page itself always uses the label).
+                    spellings.append(operator)
             for spelling in spellings:
                 self._allowed.setdefault(spelling, resolved)
 

@@ -20,7 +20,8 @@ def public_rules(tiny_model_dir):
 def test_public_policy_loads_only_allowed_models_and_hides_the_file_system(public_rules, tiny_model_dir, tmp_path):
     lm = backends.load_model("tiny")
     assert lm.name == "tiny"
-    assert backends.load_model(tiny_model_dir).model is lm.model  # the operator's spelling of the same folder
+    with pytest.raises(backends.ModelLoadError):  # the folder's absolute path: refused like any other path
+        backends.load_model(tiny_model_dir)
     secret = tmp_path / "secret"
     secret.mkdir()
     (secret / "config.json").write_text("{}")
@@ -41,13 +42,18 @@ def test_public_policy_loads_only_allowed_models_and_hides_the_file_system(publi
 
 def test_a_public_server_does_not_answer_to_the_real_path_of_an_allowed_folder(tiny_model_dir, tmp_path,
                                                                                   monkeypatch):
-    """The model box loaded '/work/.../examples/builtin_model/model' (allowed as 'examples/builtin_model/model'), so a
-    visitor could confirm where the app lives on the server by trying paths."""
+    """The model box loaded '/work/.../examples/builtin_model/model' (the built-in model, allowed by its absolute
+    path and shown as 'examples/builtin_model/model'), so a visitor could confirm where the app lives by trying
+    paths."""
     monkeypatch.chdir(os.path.dirname(os.path.dirname(tiny_model_dir)))
     rel = os.path.relpath(tiny_model_dir)
-    public = ModelPolicy(allowed=(rel,), hide_paths=True)
+    public = ModelPolicy(allowed=(rel, "abs=" + os.path.realpath(tiny_model_dir)), hide_paths=True)
+    assert public.resolve("abs").key == public.resolve(rel).key
     assert public.resolve(rel).location == os.path.realpath(tiny_model_dir)
     assert public.resolve("./" + rel).key == public.resolve(rel).key  # spellings of the allowed name still work
+    with pytest.raises(ModelRefused):  # not even when the operator allowed it by its absolute path
+        ModelPolicy(allowed=(os.path.realpath(tiny_model_dir),), hide_paths=True).resolve(
+            os.path.realpath(tiny_model_dir))
     with pytest.raises(ModelRefused) as info:
         public.resolve(os.path.realpath(tiny_model_dir))
     with pytest.raises(ModelRefused) as other:
