@@ -283,6 +283,18 @@ def make_streamer(tokenizer, timeout: float = 300):
     return TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=False, timeout=timeout)
 
 
+def context_window(lm: LoadedModel) -> int | None:
+    """The most tokens ``lm``'s model reads at once: its config's ``max_position_embeddings`` (or the
+    tokenizer's ``model_max_length`` when the config has none and it is a real number); None when unknown."""
+    config = getattr(getattr(lm, "model", None), "config", None)
+    for source in (getattr(config, "get_text_config", lambda: config)(), config):
+        n = getattr(source, "max_position_embeddings", None)
+        if isinstance(n, int) and n > 0:
+            return n
+    n = getattr(lm.tokenizer, "model_max_length", None)
+    return n if isinstance(n, int) and 0 < n < 10_000_000 else None  # transformers' "no limit" is ~1e30
+
+
 @_GPU
 def stream_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 256, temperature: float = 0.7,
                     top_p: float = 0.95, seed: int | None = None,
@@ -300,7 +312,14 @@ def stream_generate(lm: LoadedModel, prompt: str, *, max_new_tokens: int = 256, 
 
     tok, model = lm.tokenizer, lm.model
     stop_event = stop_event or threading.Event()
-    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False).to(model.device)
+    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
+    window = context_window(lm)
+    n_prompt = int(inputs["input_ids"].shape[-1])
+    if window is not None and n_prompt > window:
+        # A 3 MB system prompt (3,000,018 tokens for a 2,048-token model) took the server to 22 GB and the OOM killer.
+        raise GenerationError(f"The prompt is {n_prompt:,} tokens; this model reads at most {window:,}. Shorten the "
+                              "conversation or the system prompt, or clear the chat.")
+    inputs = inputs.to(model.device)
     streamer = make_streamer(tok)
     kwargs = dict(**inputs, streamer=streamer, max_new_tokens=int(max_new_tokens),
                   stopping_criteria=StoppingCriteriaList([_EventStop(stop_event)]))

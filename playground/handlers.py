@@ -346,7 +346,8 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         return
     limits.check_size("The template", editor_text, "max_template_chars")
     limits.check_size("The tools JSON", settings.tools_text, "max_tools_chars")
-    limits.check_size("The conversation", json.dumps(sess.history, default=str) + text, "max_history_chars")
+    limits.check_size("The conversation (with the system prompt)",
+                      json.dumps(sess.history, default=str) + text + (settings.system or ""), "max_history_chars")
     if not _template_first(sess, editor_text):
         yield sess
         return

@@ -202,3 +202,20 @@ def test_token_streamer_flushes_an_incomplete_character_at_the_end():
     streamer.end()
     chunks = list(streamer)
     assert "".join(chunks) == tok.decode(ids, skip_special_tokens=False) == "ok\ufffd"
+
+
+def test_a_prompt_longer_than_the_model_reads_is_refused_before_generating(tiny_model_dir, monkeypatch):
+    """Whatever the page's limits, the model never gets more tokens than its context window: a 3 MB system prompt
+    (3,000,018 tokens for a 2,048-token model) took a public server to 22 GB and the OOM killer."""
+    lm = backends.load_model(tiny_model_dir)
+    window = 64
+    monkeypatch.setattr(lm.model.config, "max_position_embeddings", window)  # a small window, a small prompt
+    assert backends.context_window(lm) == window
+    prompt = backends.render_prompt(lm, [{"role": "user", "content": "hi " * 200}], None, {})
+    n = len(lm.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    assert n > window
+    with pytest.raises(backends.GenerationError) as info:
+        list(backends.stream_generate(lm, prompt, max_new_tokens=4, temperature=0, seed=0))
+    assert f"The prompt is {n:,} tokens; this model reads at most {window:,}" in str(info.value)
+    short = backends.render_prompt(lm, [{"role": "user", "content": "hi"}], None, {})
+    assert list(backends.stream_generate(lm, short, max_new_tokens=4, temperature=0, seed=0))  # still generates

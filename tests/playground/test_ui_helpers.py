@@ -254,3 +254,19 @@ def test_views_say_they_are_from_the_last_valid_template_while_the_editor_is_bro
     handlers.edit_template(sess, TPL, page)  # fixed again: parsed anew, the note goes
     drawn = dict(zip(views.NAMES, views.redraw(sess)))
     assert views.STALE_NOTE not in drawn["timeline"] and views.STALE_NOTE not in drawn["check"]
+
+
+def test_the_system_prompt_counts_toward_the_conversation_limit(tiny_model_dir):
+    """A 3 MB system prompt had no limit at all: on a public server it reached the model (3,000,018 tokens) and the
+    OOM killer stopped the server at 22 GB."""
+    import pytest
+
+    from playground.limits import Limits
+
+    page = PageConfig(default_model=tiny_model_dir, limits=Limits.public_space())
+    sess = Session(TPL, model=tiny_model_dir)
+    with pytest.raises(ValueError, match=r"The conversation \(with the system prompt\) is 300,00\d characters"):
+        for _ in handlers.send_user(sess, "hi", TPL, ChatSettings(system="s" * 300_000, model_box=tiny_model_dir),
+                                    page):
+            pass
+    assert sess.history == []
