@@ -209,8 +209,8 @@ def test_stopping_a_replay_halts_the_playback_and_keeps_the_run_whole():
 
 
 def test_the_status_line_never_marks_a_failed_parse_as_a_success():
-    """A region error, or a start anchor that never occurs (every character discarded), is said in the status
-    line as an error, not as '✓ Parsed N characters.' beside a timeline that shows the failure."""
+    """A region error, or an output of which every character is discarded (a start anchor missing from the prompt,
+    or no field opening), is said in the status line as an error, not as '✓ Parsed N characters.' beside a timeline that shows the failure."""
     import examples
     from playground.handlers import PageConfig
 
@@ -226,8 +226,16 @@ def test_the_status_line_never_marks_a_failed_parse_as_a_success():
     other = template_to_text(examples.load_family("gpt_oss").template)  # its anchor is not ChatML's
     sess = Session(other)
     handlers.paste_parse(sess, "Sure.<|im_end|>", prefix, "", other, page)
-    assert sess.notice.kind == "error" and "start anchor never occurred" in sess.notice.text, sess.notice.text
+    assert sess.notice.kind == "error" and "start anchor does not occur in the prompt" in sess.notice.text, \
+        sess.notice.text
     assert all(seg["kind"] == "discarded" for seg in sess.view.segments)
+    # the anchor is in the prompt, but no field opens and none is implicit: the fields are named, not the anchor
+    no_implicit = json.dumps({"start_anchor": "<|im_start|>assistant\n",
+                              "fields": {"content": {"open": "<answer>", "close": "</answer>"}}})
+    sess = Session(no_implicit)
+    handlers.paste_parse(sess, "Sure.<|im_end|>", prefix, "", no_implicit, page)
+    assert sess.notice.kind == "error" and "no field opened" in sess.notice.text, sess.notice.text
+    assert "start anchor" not in sess.notice.text
 
 
 def test_fix_the_template_first_says_where_the_fault_is():
