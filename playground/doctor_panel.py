@@ -32,6 +32,7 @@ from parsing.streams import parse_stream
 from . import offload, probe_panel
 from .export import fresh_export_dir
 from .render import escape
+from .state import model_in_use
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
            "append_case_text", "export_files"]
@@ -219,12 +220,6 @@ def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
     return [str(tpath), str(cpath)]
 
 
-def _model_in_use(sess: Any, model_box: str | None) -> str:
-    """The model the page uses (the last one loaded: ``Session.model_id``), else the one typed in the model box.
-    A failed load leaves the box naming a model that is not loaded; the Doctor must not use that one."""
-    return getattr(sess, "model_id", None) or (model_box or "")
-
-
 def _tokenizer(ctx: Any, model_name: str) -> Any:
     lm = ctx.load_model(model_name)
     return lm.tokenizer
@@ -297,7 +292,7 @@ def build_doctor_panel(ctx: Any) -> None:
     # ---------------------------------------------------------------------------------- handlers
 
     def do_lint(tpl_text, check_anchor, sess, model_box):
-        model_name = _model_in_use(sess, model_box)
+        model_name = model_in_use(sess, model_box)
         try:
             tok_note = ""
             prompt = None
@@ -330,7 +325,7 @@ def build_doctor_panel(ctx: Any) -> None:
             return _problem(exc)
 
     def do_roundtrip(tpl_text, sess, model_box):
-        model_name = _model_in_use(sess, model_box)
+        model_name = model_in_use(sess, model_box)
         try:
             if not (model_name or "").strip():
                 return _note("Load a model first: the round trip uses its chat template.", "error")

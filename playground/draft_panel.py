@@ -25,6 +25,7 @@ import gradio as gr
 from . import offload
 from .icons import icon
 from .render import escape
+from .state import model_in_use
 
 __all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "draft_job", "excerpt_html",
            "chat_template_of"]
@@ -208,7 +209,8 @@ def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:
     """Wire the panel's events. ``ctx`` is the page's `playground.ui.PanelContext`."""
     state_special = gr.State({})
 
-    def on_open(model_name: str):
+    def on_open(model_box: str, sess: Any):
+        model_name = model_in_use(sess, model_box)
         try:
             lm = ctx.load_model(model_name)
             text = chat_template_of(lm.tokenizer)
@@ -248,7 +250,8 @@ def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:
         offer = {"text": drafted, "kind": "draft", "name": "", "label": "the drafted template"}
         return offer, _note("The draft goes in the editor (if you have edits there, the page asks first).", "ok")
 
-    parts.open_btn.click(on_open, [ctx.model_box], [parts.panel, parts.chat_template, state_special, parts.note])
+    parts.open_btn.click(on_open, [ctx.model_box, ctx.session], [parts.panel, parts.chat_template, state_special,
+                                                                 parts.note])
     parts.run_btn.click(on_draft, [parts.chat_template, state_special],
                         [parts.note, parts.report, parts.drafted, parts.use_btn])
     use = parts.use_btn.click(on_use, [parts.drafted], [ctx.template_offer or ctx.template, parts.note])

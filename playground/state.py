@@ -48,12 +48,13 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import parsing
 
 from .session import SKELETON_TEMPLATE, ParseView, Run, keep_parse, template_to_text
 
-__all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY"]
+__all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use"]
 
 TOOL_CALL_KEY = "tool_calls"  # the message key the chat answers with tool results (what chat templates read)
 RUN_PHASES = ("empty", "streaming", "done", "stopped", "cut", "failed")
@@ -412,3 +413,10 @@ class Session:
             # runs and parses are never changed in place: share them; copy what transitions mutate
             new.__dict__[k] = v if k in ("run", "view", "check", "turn_run", "problem") else copy.deepcopy(v, memo)
         return new
+
+
+def model_in_use(sess: Any, model_box: str | None) -> str:
+    """The model the page uses (the last one loaded: ``Session.model_id``), else the one typed in the model box
+    (``""`` when neither). A failed load leaves the box naming a model that is not loaded: panels that need the
+    model's tokenizer (the Doctor, the draft panel) must not use that one."""
+    return getattr(sess, "model_id", None) or (model_box or "")

@@ -122,6 +122,12 @@ def test_a_failed_load_keeps_the_model_in_use(page):
     page.click("#doctor-roundtrip-btn")
     page.wait_for_selector("#doctor-roundtrip .doctor-rt-case", timeout=60000)
     assert "no-such-org" not in page.inner_text("#doctor-roundtrip")
+    # ... and so does the draft panel: it offers the chat template of the model in use
+    tab(page, "Chat")
+    page.click("#draft-open")
+    page.wait_for_selector("#draft-panel", state="visible", timeout=15000)
+    page.wait_for_function("document.querySelector('#draft-note').innerText.includes('Press Draft')", timeout=60000)
+    assert "im_start" in page.inner_text("#draft-chat-template")
 
 
 def test_editor_text_is_kept_per_browser(browser, app_url):
