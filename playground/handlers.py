@@ -262,7 +262,8 @@ def keep_edits(sess: Session) -> Session:
     """Keep the edits: the offered template is dropped."""
     pending = sess.keep_edits()
     if pending is not None:
-        sess.say(f"Kept your edits ({pending.label} not loaded).", "info", "template")
+        skipped = " The example was not replayed." if pending.then and pending.then[0] == "example" else ""
+        sess.say(f"Kept your edits ({pending.label} not loaded).{skipped}", "info", "template")
     return sess
 
 

@@ -278,3 +278,25 @@ def test_the_system_prompt_counts_toward_the_conversation_limit(tiny_model_dir):
                                     page):
             pass
     assert sess.history == []
+
+
+def test_keeping_edits_says_the_waiting_example_was_not_replayed():
+    """An example replay over edited text waits for a confirmation; "Keep my edits" drops it, and says so."""
+    import examples
+    from playground.handlers import PageConfig
+    from playground.library import example_transcript_names
+
+    page = PageConfig()
+    family = examples.list_families()[0]
+    sess = Session(TPL)
+    sess.edit(TPL.replace('"assistant"', '"assistant", "mine": "yes"', 1))
+    assert sess.edited
+    list(handlers.example_replay(sess, family, example_transcript_names(family)[0], page))
+    assert sess.pending is not None and sess.run is None  # asked, nothing replayed
+    handlers.keep_edits(sess)
+    assert sess.pending is None and sess.run is None and sess.edited
+    assert "Kept your edits" in sess.notice.text and "not replayed" in sess.notice.text, sess.notice.text
+    # a library pick kept the same way says nothing about a replay
+    handlers.pick_library(sess, family, page)
+    handlers.keep_edits(sess)
+    assert "Kept your edits" in sess.notice.text and "replayed" not in sess.notice.text
