@@ -97,6 +97,10 @@ def _readable_load_error(model: policy.ResolvedModel, e: BaseException, hide_pat
         return f"Out of memory while loading '{name}'. Try a smaller model."
     if "trust_remote_code" in low:
         return f"'{name}' needs custom code; start the app with --trust-remote-code if you trust it."
+    if model.source == "folder" and not os.path.isfile(os.path.join(model.location, "config.json")):
+        # transformers then complains about the tokenizer backend (sentencepiece, tiktoken): not the cause
+        return (f"Could not load '{name}': it is a folder but not a model folder (no config.json; a model folder "
+                "holds config.json, the weights and the tokenizer files).")
     if hide_paths:  # exception texts name cache folders and files: say nothing about them
         return (f"Could not load '{name}' (unknown id, private or gated repository, no network, or files "
                 "missing).")

@@ -219,3 +219,12 @@ def test_a_prompt_longer_than_the_model_reads_is_refused_before_generating(tiny_
     assert f"The prompt is {n:,} tokens; this model reads at most {window:,}" in str(info.value)
     short = backends.render_prompt(lm, [{"role": "user", "content": "hi"}], None, {})
     assert list(backends.stream_generate(lm, short, max_new_tokens=4, temperature=0, seed=0))  # still generates
+
+
+def test_a_folder_that_is_not_a_model_says_so(tmp_path):
+    """Not transformers' guess (a missing sentencepiece or tiktoken): the folder has no config.json."""
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(backends.ModelLoadError) as info:
+        backends.load_model(str(tmp_path))
+    assert "not a model folder (no config.json" in str(info.value), str(info.value)
+    assert "sentencepiece" not in str(info.value)
