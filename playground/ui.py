@@ -217,7 +217,8 @@ def _render_timeline(p: _Page, remotes: list, allow_any: bool) -> None:
     with gr.Row(equal_height=True, elem_id="timeline-head"):
         gr.HTML('<span class="tl-title">Stream timeline</span>', min_width=130, scale=0)
         p.legend = gr.HTML("", elem_id="legend", scale=4)
-        p.replay_btn = gr.Button("Replay last run", elem_id="replay", size="sm", scale=0, min_width=130)
+        p.replay_btn = gr.Button("Replay last run", elem_id="replay", size="sm", scale=0, min_width=130,
+                                 interactive=False)  # on once there is a run (views.replay)
         # one Stop for every stream (a generation or a replay), beside what it stops: visible from every tab
         p.stop = gr.Button("Stop", variant="stop", elem_id="stop", size="sm", scale=0, min_width=80,
                            interactive=False)

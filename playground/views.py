@@ -113,6 +113,11 @@ def stop(p: _Pass) -> Any:
     return gr.update(interactive=p.sess.running)
 
 
+def replay(p: _Pass) -> Any:
+    """"Replay last run": on when there is a run to replay and nothing runs."""
+    return gr.update(interactive=p.sess.run is not None and not p.sess.running)
+
+
 #: Above the timeline and the reference badge while the editor's template does not load: what they show was
 #: parsed with the last template that did.
 STALE_NOTE = ('<div class="tl-note tl-stale" role="note">Shown with the last valid template: the editor\'s template '
@@ -191,6 +196,7 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("send", ("phase",), send),
     ("tool_btn", ("phase",), send),
     ("stop", ("phase",), stop),
+    ("replay_btn", ("run", "phase"), replay),
     ("timeline", ("run", "frame", "window", "template"), timeline),
     ("legend", ("run",), legend),
     ("events", ("run", "preview", "inspect"), events),

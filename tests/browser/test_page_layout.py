@@ -46,12 +46,14 @@ def test_first_screen_holds_editor_chat_and_timeline(browser, app_url):
 
 def test_stop_is_enabled_only_while_a_run_goes(page):
     assert page.is_disabled("#stop")
+    assert page.is_disabled("#replay")  # "Replay last run": nothing to replay yet
     # a replay
     paste(page, "Thinking a lot. " * 60 + "\n</think>\nDone.<|im_end|>", PREFIX, button="#paste-replay")
     page.wait_for_selector("#timeline .tl[data-status=streaming]", timeout=30000)
     page.wait_for_selector("#stop:not([disabled])", timeout=10000)
     wait_status(page, "done", timeout=60000)
     page.wait_for_selector("#stop[disabled]", timeout=10000)
+    page.wait_for_selector("#replay:not([disabled])", timeout=10000)  # now there is a run to replay
     # a generation, stopped by the user
     set_max_tokens(page, 20000)
     page.fill("#user-input textarea", "A long story please")
