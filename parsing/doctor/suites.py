@@ -118,7 +118,11 @@ def parse_case(obj: Any, line: int | None = None, source: str | None = None) -> 
         raise fail(f"missing key(s) {', '.join(missing)} (a case has prefix, output, expected, optional tools)")
     unknown = sorted(set(obj) - _ALLOWED)
     if unknown:
-        raise fail(f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_ALLOWED))})")
+        hint = ""
+        if {"id", "covers"} & set(unknown):  # a library family's transcripts.jsonl (named prefixes, known limits)
+            hint = ("; this looks like a family's transcripts.jsonl: write it as a suite with "
+                    "scripts/family_cases.py FAMILY")
+        raise fail(f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_ALLOWED))}){hint}")
     for key in ("prefix", "output"):
         if not isinstance(obj[key], str):
             raise fail(f"'{key}' must be a string, got {type(obj[key]).__name__}")
