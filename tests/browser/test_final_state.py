@@ -1,5 +1,6 @@
 """The final state of a stream is drawn together with its "done" status (README promise)."""
 
+from pagekit import paste
 from test_flows import PREFIX, wait_status
 
 LONG = ("Let me think about the weather. " * 30 + "\n</think>\n\nIt is sunny in Paris today. " * 1
@@ -15,10 +16,7 @@ def _snapshot(page):
 
 
 def test_paste_replay_final_state_arrives_with_done_status(page):
-    page.click("button[role=tab]:has-text('Paste')")
-    page.fill("#paste-raw textarea", LONG)
-    page.fill("#paste-prefix textarea", PREFIX)
-    page.click("#paste-replay")
+    paste(page, LONG, PREFIX, button="#paste-replay")
     page.wait_for_selector("#timeline .tl[data-status=streaming]", timeout=30000)
     # show the Message tab while streaming, so its live previews are drawn
     page.click("button[role=tab]:has-text('Message')")
@@ -50,10 +48,7 @@ def test_parsed_turn_shows_model_html_literally(page):
     raw = ('<b>bold</b> <a href="https://example.com">link</a>\n</think>\nSee <img src=x> '
            '<style>body{display:none}</style><tool_call>\n{"name": "<script>alert(4)</script>", "arguments": {}}'
            '\n</tool_call><|im_end|>')
-    page.click("button[role=tab]:has-text('Paste')")
-    page.fill("#paste-raw textarea", raw)
-    page.fill("#paste-prefix textarea", PREFIX)
-    page.click("#paste-parse")
+    paste(page, raw, PREFIX, button="#paste-parse")
     page.wait_for_selector("#timeline .tl[data-status=final]")
     page.click("button[role=tab]:has-text('Parsed turn')")
     page.wait_for_function("document.querySelector('#parsed-turn') && "
