@@ -57,6 +57,7 @@ from typing import Iterable
 
 from .budget import ParseContext, SearchClock, as_context
 from .prefilter import Prefilter, make_prefilter
+from .shapes import FAIL, MATCH, UNDECIDED
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -430,6 +431,25 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     hold = min(hold, at)
                     continue
                 start = at
+        elif delim.shape is not None or delim.split_shapes is not None:
+            # Decided by string operations (`parsing.shapes`): the first candidate where a match starts, unless an
+            # earlier one may still become one. A split delimiter's shape is its variant's at each candidate.
+            start = at
+            shape = delim.shape
+            while True:
+                if shape is None or delim.split_shapes is not None:
+                    variant = _variant(delim, buf, start, base, before, ctx, clock, window)
+                    shape = delim.split_shapes[0 if variant is delim.split[1] else 1]
+                status, stop = shape.decide(buf, start, eos)
+                if status != FAIL:
+                    break
+                start = prefilter.candidate(buf, start + 1)
+                if start == -1 or start > hold or best is not None and start > best[2]:
+                    break
+            if status != MATCH:
+                if status == UNDECIDED:
+                    hold = min(hold, start)
+                continue
         else:
             if prefilter is not None:
                 if not eos and not (prefilter.at_start and at == 0):

@@ -27,6 +27,7 @@ from .errors import TemplateError
 from .decided import decided_branches
 from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
+from .shapes import Shape, shape_of
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -107,6 +108,11 @@ class Delimiter:
             (`parsing.decided.decided_branches`). For a split delimiter: ``()`` when
             one of its variants has such branches (``split_branches``: those of
             ``when_true`` and ``when_false``, or None each).
+        shape: the pattern as a `parsing.shapes.Shape` (alternatives of literals, character runs and literal
+            lookaheads) when it is one and has a prefilter and no split: the scanner then decides its matches with
+            string operations instead of the regex. None otherwise.
+        split_shapes: for a split delimiter whose two variants are both shapes: ``(shape of when_true, shape of
+            when_false)``; the scanner picks one per position as it picks the variant. None otherwise.
         edge_blind: the pattern has an assertion that `regex`'s partial matching decides at the end of the text
             as if the stream ended there (``\\b``, ``\\B``, ``\\m``, a negated ``$``/``\\Z``): while streaming,
             the scanner also tries the text with probe characters appended (`parsing.scanner`) to find attempts
@@ -138,6 +144,8 @@ class Delimiter:
     branches: tuple | None = None
     split_branches: tuple | None = None
     edge_blind: bool = False
+    shape: Shape | None = None
+    split_shapes: tuple | None = None
 
     @property
     def is_literal(self) -> bool:
@@ -534,7 +542,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
         prefilter = derive_prefilter(source) if plain else None
         min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
-        split, split_behind, split_branches = None, 0, None
+        split, split_behind, split_branches, split_shapes = None, 0, None, None
         parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
         if parts is not None:
             behind, when_true, when_false, rest = parts
@@ -545,6 +553,9 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                                   for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
                     split_behind = max(reaches)
                     split_branches = (decided_branches(when_true, split[1]), decided_branches(when_false, split[2]))
+                    split_shapes = (shape_of(when_true, split[1].flags), shape_of(when_false, split[2].flags))
+                    if None in split_shapes:
+                        split_shapes = None
                 except regex.error:
                     split = None
         if split is not None:
@@ -557,7 +568,9 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
                          prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
                          min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
                          branches=branches, split_branches=split_branches,
-                         edge_blind=bool(_EDGE_BLIND.search(source)))
+                         edge_blind=bool(_EDGE_BLIND.search(source)),
+                         shape=shape_of(source, compiled.flags) if prefilter is not None and split is None else None,
+                         split_shapes=split_shapes if split is not None else None)
     return None
 
 

@@ -1,6 +1,6 @@
 """The scanner's shortcuts (prefilters, holding a cut-off or suffix-less candidate without its regex, matches
 that wait for the end of the stream, the per-state search of all literals, lookbehinds evaluated once per
-position) change no result: under any chunking, a template parsed with them gives the message and (merged)
+position, patterns decided by string operations) change no result: under any chunking, a template parsed with them gives the message and (merged)
 events of the same template parsed one-shot with every shortcut switched off. Templates mix library-style
 patterns with random ones."""
 
@@ -22,13 +22,13 @@ from test_prefilter import TEXTS, _compiled, _pattern
 
 
 def without_shortcuts(template: CompiledTemplate) -> CompiledTemplate:
-    """The same template with no prefilter, suffix or stability facts: every regex runs on every scan."""
+    """The same template with no prefilter, suffix, stability or shape facts: every regex runs on every scan."""
 
     def plain(delim):
         if delim is None or delim.literals is not None:
             return delim  # literal delimiters keep their (exact) prefilter: it is how they are searched
         return dataclasses.replace(delim, prefilter=None, suffixes=None, stable=False, split=None,
-                                   branches=None)
+                                   branches=None, shape=None, split_shapes=None)
 
     fields = {name: dataclasses.replace(f, open=plain(f.open), close=plain(f.close))
               for name, f in template.fields.items()}

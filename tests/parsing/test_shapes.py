@@ -1,0 +1,104 @@
+"""`parsing.shapes`: which patterns are shapes, and that a shape's decisions are the regex engine's.
+
+A decision is checked against ``regex`` itself on random patterns and texts: MATCH must be the engine's match at
+that position for the text as it is and for every continuation tried; FAIL must mean no match, complete or
+partial, there; UNDECIDED (a hold, which only delays text) must mean the engine sees a partial or complete
+match there.
+"""
+
+import random
+
+import pytest
+import regex
+
+from parsing.shapes import FAIL, MATCH, UNDECIDED, shape_of
+
+pytestmark = pytest.mark.unit
+
+FLAGS = regex.compile("", regex.DOTALL).flags
+
+PIECES = ["<a>", "</a>", "<|e|>", "ab", "a", "<", ">", "|", "\\n", " ", "x"]
+RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+"]
+ALPHABET = "<>/a|ebx.- \n\t1"
+
+
+def _literal(rng: random.Random) -> str:
+    return "".join(regex.escape(p) if p != "\\n" else p for p in rng.sample(PIECES, rng.randint(1, 2)))
+
+
+def _sequence(rng: random.Random) -> str:
+    parts = [_literal(rng)]
+    for _ in range(rng.randint(0, 2)):
+        parts.append(rng.choice(RUNS))
+        if rng.random() < 0.6:
+            parts.append(_literal(rng))
+    return "".join(parts)
+
+
+def _pattern(rng: random.Random) -> str:
+    branches = []
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.3:
+            branches.append("(?=" + "|".join(_sequence(rng) for _ in range(rng.randint(1, 2))) + ")")
+        else:
+            branches.append(_sequence(rng))
+    return "|".join(branches)
+
+
+@pytest.mark.parametrize("source, is_shape", [
+    (r"</think>\s*|(?=<\|im_end\|>)", True),
+    (r"(?=>>>[\w.-]+\n)|<\|eot_id\|>", True),
+    (r"</function>\s*</tool_call>\s*|(?=<\|im_end\|>)", True),
+    (r"<response>\s*|</response>\s*|<\|im_end\|>", True),
+    (r"Here(?: is|'s) my response:", False),  # a group
+    (r"a\s*\s", False),  # a run followed by a run
+    (r"x\s*\n", False),  # a run followed by a literal it accepts: greedy matching could give back
+    (r"tool_calls?", False),  # a quantified literal
+    (r"<a>(?P<n>\w+)", False),  # a capture
+    (r"<a>\s*?", False),  # lazy
+    (r"(?i)<a>", False),  # inline flag
+    (r"<a>(?!b)", False),  # negative lookahead
+    (r"(?<=x)<a>", False),  # lookbehind
+    (r"<a>\b", False),  # assertion
+    (r"<a>[[:alpha:]]+", False),  # nested set
+])
+def test_which_patterns_are_shapes(source, is_shape):
+    assert (shape_of(source, FLAGS) is not None) is is_shape
+
+
+def _continuations(rng: random.Random) -> list[str]:
+    return ["", *("".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 8))) for _ in range(12)),
+            "<|e|>", "</a>", " \n x", "a>"]
+
+
+def test_decisions_agree_with_the_regex_engine():
+    rng = random.Random(1414)
+    checked = 0
+    while checked < 3000:
+        source = _pattern(rng)
+        shape = shape_of(source, FLAGS)
+        if shape is None:
+            continue
+        compiled = regex.compile(source, regex.DOTALL)
+        text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
+        # Plant a piece of the pattern so that matches are common.
+        planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
+                          for piece in regex.findall(r"(?:\\.|[^\\|()?=*+\[\]])+", source)[:rng.randint(1, 3)])
+        cut = rng.randint(0, len(text))
+        text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
+        at = cut if rng.random() < 0.7 else rng.randint(0, len(text))
+        final = compiled.match(text, at)
+        status, end = shape.decide(text, at, True)
+        assert (status, end) == ((MATCH, final.end()) if final else (FAIL, -1)), (source, text, at)
+        status, end = shape.decide(text, at, False)
+        later = [compiled.match(text + more, at) for more in _continuations(rng)]
+        if status == MATCH:
+            assert all(m is not None and m.end() == end for m in later), (source, text, at)
+        elif status == FAIL:
+            assert compiled.match(text, at, partial=True) is None, (source, text, at)
+            assert all(m is None for m in later), (source, text, at)
+        else:
+            assert status == UNDECIDED
+            # Holding is always safe (it only delays text); it must not happen where nothing can match.
+            assert compiled.match(text, at, partial=True) is not None, (source, text, at)
+        checked += 1
