@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Build and launch the app (blocks until the server stops)."""
     args = parse_args(argv)
-    from playground import backends, policy
+    from playground import backends, fairness, policy
     from playground.limits import from_arguments
     from playground.ui import build_ui, launch_kwargs
 
@@ -62,6 +62,7 @@ def main(argv=None) -> None:
                     remotes=args.remotes, allow_any_remote=args.allow_any_remote)
     queue, launch = serving_kwargs(limits, args.concurrency)
     demo.queue(**queue)
+    fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for)
     demo.launch(server_name=args.host, server_port=args.port, **launch, **launch_kwargs())
 
 

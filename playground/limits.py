@@ -45,6 +45,10 @@ class Limits:
         max_request_bytes: largest HTTP request body (`playground.http_limits`); None: no cap.
         max_queue: jobs waiting in Gradio's queue at most (more are refused at once: "Queue is full"); None: no cap.
         max_new_tokens: the most tokens one chat turn may generate (the Max new tokens slider's maximum).
+        max_jobs_per_client: jobs one client (network address) may have waiting or running in the queue at once
+            (`playground.fairness`); None: no cap.
+        trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that sets it: a
+            Hugging Face Space).
     """
 
     public: bool = False
@@ -64,6 +68,8 @@ class Limits:
     max_request_bytes: int | None = None
     max_queue: int | None = None
     max_new_tokens: int = 32768
+    max_jobs_per_client: int | None = None
+    trust_forwarded_for: bool = False
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -77,7 +83,7 @@ class Limits:
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
-                           max_queue=64, max_new_tokens=4096), **changes)
+                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4), **changes)
 
     def check_size(self, what: str, text: str | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` is longer than the limit ``limit_name``."""
@@ -172,12 +178,14 @@ _FLAGS = {  # flag -> (Limits field, type, help)
     "--max-request-mb": ("max_request_bytes", float, "largest HTTP request body in MB (0: no limit)"),
     "--max-queue": ("max_queue", int, "jobs waiting in the queue at most; more are refused (0: no limit)"),
     "--max-new-tokens": ("max_new_tokens", int, "the most tokens one chat turn may generate"),
+    "--max-jobs-per-client": ("max_jobs_per_client", int,
+                              "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
-                 "max_request_bytes", "max_queue"}
+                 "max_request_bytes", "max_queue", "max_jobs_per_client"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,6 +203,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "model and a short curated list)")
     group.add_argument("--allow-any-model", action="store_true",
                        help="also allow any hub id (never a local folder) on a public server")
+    group.add_argument("--trust-forwarded-for", action="store_true",
+                       help="take each visitor's address from the X-Forwarded-For header (behind a proxy that sets "
+                            "it; on a Hugging Face Space by default), for --max-jobs-per-client")
     group.add_argument("--no-size-check", action="store_true",
                        help="load models without comparing their size with free memory first")
 
@@ -217,6 +228,7 @@ def from_arguments(args: argparse.Namespace, default_model: str) -> tuple[Limits
         elif name == "max_request_bytes":
             value = int(value * 2 ** 20)
         changes[name] = value
+    changes["trust_forwarded_for"] = bool(getattr(args, "trust_forwarded_for", False)) or on_space()
     limits = replace(base, **changes)
     if public or args.allowed_models is not None:
         allowed = tuple(args.allowed_models or ()) or (default_model, *policy.CURATED_MODELS)

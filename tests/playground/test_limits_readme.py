@@ -71,6 +71,8 @@ def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
     rows = _rows()
     public, private = Limits.public_space(), Limits.private()
     assert rows["--max-queue"] == (str(public.max_queue), "none") and private.max_queue is None
+    assert rows["--max-jobs-per-client"] == (str(public.max_jobs_per_client), "none")
+    assert private.max_jobs_per_client is None
     queue, launch = app.serving_kwargs(public, 8)
     assert queue == {"default_concurrency_limit": 8, "max_size": public.max_queue}
     assert launch["state_session_capacity"] == public.max_sessions and launch["max_file_size"] == "2mb"

@@ -60,8 +60,10 @@ def server(tmp_path_factory):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
     env.pop("SPACE_ID", None)
     with open(log, "w") as out:
+        # Each session below is a visitor of its own (its own X-Forwarded-For address): the public per-visitor
+        # job cap (4) would otherwise count them all as 127.0.0.1.
         proc = subprocess.Popen([sys.executable, "app.py", "--public", "--port", str(port), "--request-budget",
-                                 str(BUDGET), "--reference-budget", "4", "--workers", "2"],
+                                 str(BUDGET), "--reference-budget", "4", "--workers", "2", "--trust-forwarded-for"],
                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 240
@@ -79,11 +81,13 @@ def server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
-def _browser_predict(url: str, api_name: str, data: list) -> list:
-    """Call an endpoint the way the page does, with JSON escapes (``\\ud800``): a lone surrogate is valid JSON
-    text and browsers send it, while `gradio_client` cannot encode one."""
-    import uuid
+def _visitor(n: int) -> dict:
+    """Request headers of visitor number ``n`` (its own address, as a proxy in front of the server would say)."""
+    return {"X-Forwarded-For": f"10.0.0.{n}"}
 
+
+def _join_body(url: str, api_name: str, data: list, session: str) -> str:
+    """The body the page posts to ``queue/join`` for ``api_name`` (JSON escapes kept: ``\\ud800``)."""
     import httpx
 
     config = httpx.get(url + "config", timeout=30).json()
@@ -91,11 +95,27 @@ def _browser_predict(url: str, api_name: str, data: list) -> list:
     states = {c["id"] for c in config["components"] if c.get("type") == "state"}
     values = iter(data)
     full = [None if i in states else next(values) for i in dep["inputs"]]
-    session = uuid.uuid4().hex
-    body = json.dumps({"data": full, "fn_index": dep["id"], "session_hash": session, "event_data": None,
+    return json.dumps({"data": full, "fn_index": dep["id"], "session_hash": session, "event_data": None,
                        "trigger_id": None}, ensure_ascii=True)
-    joined = httpx.post(url + "gradio_api/queue/join", content=body, timeout=30,
-                        headers={"Content-Type": "application/json"})
+
+
+def _join(url: str, api_name: str, data: list, headers: dict, session: str):
+    """Put a job in the queue the way the page does; returns the HTTP answer."""
+    import httpx
+
+    return httpx.post(url + "gradio_api/queue/join", content=_join_body(url, api_name, data, session), timeout=30,
+                      headers={"Content-Type": "application/json", **headers})
+
+
+def _browser_predict(url: str, api_name: str, data: list, headers: dict | None = None) -> list:
+    """Call an endpoint the way the page does, with JSON escapes (``\\ud800``): a lone surrogate is valid JSON
+    text and browsers send it, while `gradio_client` cannot encode one."""
+    import uuid
+
+    import httpx
+
+    session = uuid.uuid4().hex
+    joined = _join(url, api_name, data, headers or {}, session)
     assert joined.status_code == 200, joined.text
     with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={session}", timeout=120) as stream:
         for line in stream.iter_lines():
@@ -134,7 +154,7 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
     answers: dict[str, list] = {}
 
     def session(name, calls):
-        client = Client(url, verbose=False)
+        client = Client(url, verbose=False, headers=_visitor(list(jobs).index(name) + 1))
         out = []
         try:
             for api, args in calls:
@@ -162,7 +182,8 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
     }
     odd = "<think>a\ud800b</think>\udfff<tool_call>" + deep + "</tool_call><|im_end|>"
     with ThreadPoolExecutor(len(jobs) + 1) as pool:
-        odd_answer = pool.submit(_browser_predict, url, "/paste_parse", [odd, PREFIX, "", json.dumps(TEMPLATE)])
+        odd_answer = pool.submit(_browser_predict, url, "/paste_parse", [odd, PREFIX, "", json.dumps(TEMPLATE)],
+                                 _visitor(99))
         list(pool.map(lambda kv: session(*kv), jobs.items()))
         answers["odd"] = [("/paste_parse", (odd,), odd_answer.result(), 0.0)]
 
@@ -251,3 +272,50 @@ def test_request_bodies_over_the_cap_are_refused_before_they_are_read(server):
     r = httpx.post(url + "gradio_api/call/paste_parse", content=client_body,
                    headers={"Content-Type": "application/json"}, timeout=60)
     assert r.status_code == 200, r.text[:200]
+
+
+def test_one_visitor_cannot_take_every_slot(server):
+    """A fresh-user trial sent 40 slow parses at once from one client: another visitor's parse waited 45 s behind
+    them. A visitor now has at most 4 jobs waiting or running (`playground.fairness`); its next one is refused at
+    once with a message, while another visitor's parse is answered."""
+    import uuid
+
+    import httpx
+    from gradio_client import Client
+
+    from playground.fairness import refusal_text
+    from playground.limits import Limits
+
+    _proc, url = server
+    cap = Limits.public_space().max_jobs_per_client
+    hog = {"Content-Type": "application/json", **_visitor(200)}
+    slow = [("a" * 24 + " ") * 208, "", "", json.dumps(SLOW)]  # each runs into a budget: a second at least
+    sessions = [uuid.uuid4().hex for _ in range(cap + 1)]
+    bodies = [_join_body(url, "/paste_parse", slow, s) for s in sessions]  # built first: the joins go back to back
+    with httpx.Client(timeout=30) as http:
+        answers = [http.post(url + "gradio_api/queue/join", content=b, headers=hog) for b in bodies]
+    assert [a.status_code for a in answers[:cap]] == [200] * cap, [a.text for a in answers]
+    refused = answers[cap]
+    assert refused.status_code == 503 and refused.json()["detail"] == refusal_text(cap), refused.text
+    other = Client(url, verbose=False, headers=_visitor(201))  # another visitor is served
+    try:
+        status = other.predict("<think>ok</think>Hi<|im_end|>", PREFIX, "", json.dumps(TEMPLATE),
+                               api_name="/paste_parse")[0]
+    finally:
+        other.close()
+    assert "Parsed" in status, status
+    for s in sessions[:cap]:  # the hog's jobs end (each by a budget) ...
+        with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={s}", timeout=120,
+                          headers=hog) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_completed":
+                    break
+    body = _join_body(url, "/paste_parse", ["<think>ok</think>Hi<|im_end|>", PREFIX, "", json.dumps(TEMPLATE)],
+                      uuid.uuid4().hex)
+    deadline = time.monotonic() + 60  # ... and Gradio forgets a job just after it sends its last message
+    while True:
+        again = httpx.post(url + "gradio_api/queue/join", content=body, headers=hog, timeout=30)
+        if again.status_code != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert again.status_code == 200, again.text  # ... and then the hog is served again

@@ -1,0 +1,81 @@
+"""A cap on the jobs one client may have in Gradio's queue at once, so that one visitor cannot stall the others.
+
+Gradio 6.31 runs each event's jobs one at a time by default and caps only the queue as a whole (``max_size``). A
+fresh-user trial of the public server sent 40 concurrent paste parses from one client, each allowed its 5 s
+budget: a normal parse sent 2 s later waited 45 s, and with the whole queue (64 jobs) it could wait minutes.
+`install` refuses a client's job while that client already has ``per_client`` jobs waiting or running; the
+refusal is Gradio's own "queue full" answer (HTTP 503) with a message that says why, so other visitors' jobs
+keep their place.
+
+A client is its network address. Behind a proxy (a Hugging Face Space) every request comes from the proxy, and the
+visitor's address is the first entry of ``X-Forwarded-For``: trusted when ``trust_forwarded`` (on a Space by
+default, ``--trust-forwarded-for`` elsewhere). A client that writes its own ``X-Forwarded-For`` can pass as many
+clients; the queue's overall cap (``--max-queue``) still holds for it. Gradio has no hook for this, so `install`
+wraps the queue's ``push`` (checked against gradio 6.31 by ``tests/playground/test_client_fairness.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+# A job older than this no longer counts against its client, whatever Gradio's bookkeeping says (so a job that
+# Gradio never cleared cannot lock its client out for good); longer than any request budget or a public turn.
+STALE_AFTER_S = 600.0
+
+
+def client_key(request: Any, trust_forwarded: bool) -> str | None:
+    """The client a request comes from: the first ``X-Forwarded-For`` address when ``trust_forwarded`` and the
+    header is there, else the peer address; None when neither is known (such requests are not capped).
+
+    Args:
+        request: a Starlette/FastAPI request (anything with ``.headers`` and ``.client``).
+        trust_forwarded: read ``X-Forwarded-For`` (only behind a proxy that sets it).
+    """
+    if request is None:
+        return None
+    if trust_forwarded:
+        forwarded = request.headers.get("x-forwarded-for")
+        if forwarded:
+            first = forwarded.split(",")[0].strip()
+            if first:
+                return first
+    client = getattr(request, "client", None)
+    return client.host if client is not None and client.host else None
+
+
+def refusal_text(per_client: int) -> str:
+    """What a refused client is told (the detail of the HTTP 503 answer, shown by the page)."""
+    jobs = "job" if per_client == 1 else "jobs"
+    return (f"This server runs at most {per_client} {jobs} at a time per visitor, and yours are still waiting or "
+            f"running: wait for them to finish, then try again. To run without this limit, run the playground on "
+            f"your own machine (python app.py).")
+
+
+def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
+    """Cap the jobs each client may have waiting or running in ``demo``'s queue at ``per_client`` (None: no cap).
+
+    Call after ``demo.queue(...)`` and before ``demo.launch``.
+
+    Raises:
+        RuntimeError: ``demo`` has no queue yet (``demo.queue`` was not called).
+    """
+    if per_client is None:
+        return
+    queue = getattr(demo, "_queue", None)
+    if queue is None or not hasattr(queue, "event_ids_to_events"):
+        raise RuntimeError("fairness.install needs demo.queue(...) first (a gradio 6.31 queue)")
+    original = queue.push
+
+    async def push(body: Any, request: Any, username: str | None):
+        key = client_key(request, trust_forwarded)
+        if key is not None:
+            now = time.monotonic()
+            busy = sum(1 for event in list(queue.event_ids_to_events.values())
+                       if now - event.enqueue_time < STALE_AFTER_S
+                       and client_key(event.request, trust_forwarded) == key)
+            if busy >= per_client:
+                return False, refusal_text(per_client), "queue_full"
+        return await original(body, request, username)
+
+    queue.push = push

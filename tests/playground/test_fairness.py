@@ -1,0 +1,69 @@
+"""`playground.fairness.client_key`: which visitor a request comes from (real Starlette requests)."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import Request
+
+from playground.fairness import client_key, install, refusal_text
+
+
+
+def _request(peer: str | None, forwarded: str | None = None) -> Request:
+    headers = [(b"x-forwarded-for", forwarded.encode())] if forwarded is not None else []
+    scope = {"type": "http", "method": "POST", "path": "/gradio_api/queue/join", "headers": headers,
+             "client": (peer, 50000) if peer is not None else None}
+    return Request(scope)
+
+
+def test_the_peer_address_is_the_visitor_unless_a_proxy_is_trusted():
+    assert client_key(_request("203.0.113.7"), trust_forwarded=False) == "203.0.113.7"
+    # not behind a trusted proxy: a header the client wrote itself changes nothing
+    assert client_key(_request("203.0.113.7", "198.51.100.1"), trust_forwarded=False) == "203.0.113.7"
+
+
+def test_behind_a_trusted_proxy_the_first_forwarded_address_is_the_visitor():
+    # a Space's proxy connects from its own address and names the visitor first
+    assert client_key(_request("10.16.3.80", "198.51.100.1, 10.16.3.80"), trust_forwarded=True) == "198.51.100.1"
+    assert client_key(_request("10.16.3.80", " 198.51.100.2 "), trust_forwarded=True) == "198.51.100.2"
+    # no (or an empty) header: the peer
+    assert client_key(_request("10.16.3.80"), trust_forwarded=True) == "10.16.3.80"
+    assert client_key(_request("10.16.3.80", ""), trust_forwarded=True) == "10.16.3.80"
+    assert client_key(_request("10.16.3.80", " , 1.2.3.4"), trust_forwarded=True) == "10.16.3.80"
+
+
+def test_unknown_clients_are_not_capped():
+    assert client_key(None, trust_forwarded=True) is None
+    assert client_key(_request(None), trust_forwarded=False) is None
+
+
+def test_install_needs_a_queue_and_a_cap():
+    import gradio as gr
+
+    with gr.Blocks() as demo:
+        gr.Markdown("x")
+    install(demo, None, trust_forwarded=False)  # no cap: nothing to install, no queue needed
+    demo._queue = None
+    with pytest.raises(RuntimeError, match="demo.queue"):
+        install(demo, 4, trust_forwarded=False)
+    assert "at most 1 job at a time" in refusal_text(1) and "at most 4 jobs" in refusal_text(4)
+
+
+def test_the_forwarded_address_is_trusted_on_a_space_or_when_asked(monkeypatch):
+    import argparse
+
+    from playground.limits import add_arguments, from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    limits, _ = from_arguments(parser.parse_args(["--public"]), "m")
+    assert limits.max_jobs_per_client == 4 and not limits.trust_forwarded_for
+    limits, _ = from_arguments(parser.parse_args(["--public", "--trust-forwarded-for",
+                                                  "--max-jobs-per-client", "2"]), "m")
+    assert limits.max_jobs_per_client == 2 and limits.trust_forwarded_for
+    limits, _ = from_arguments(parser.parse_args(["--public", "--max-jobs-per-client", "0"]), "m")
+    assert limits.max_jobs_per_client is None
+    monkeypatch.setenv("SPACE_ID", "someone/playground")
+    limits, _ = from_arguments(parser.parse_args([]), "m")
+    assert limits.public and limits.trust_forwarded_for and limits.max_jobs_per_client == 4
