@@ -4,8 +4,8 @@ Gradio 6.31 runs each event's jobs one at a time by default and caps only the qu
 fresh-user trial of the public server sent 40 concurrent paste parses from one client, each allowed its 5 s
 budget: a normal parse sent 2 s later waited 45 s, and with the whole queue (64 jobs) it could wait minutes.
 `install` refuses a client's job while that client already has ``per_client`` jobs waiting or running; the
-refusal is Gradio's own "queue full" answer (HTTP 503) with a message that says why, so other visitors' jobs
-keep their place.
+refusal is Gradio's own "queue full" answer (HTTP 503, whose detail says why; the page shows Gradio's "This
+application is currently busy"), so other visitors' jobs keep their place.
 
 A client is its network address. Behind a proxy (a Hugging Face Space) every request comes from the proxy, and the
 visitor's address is the first entry of ``X-Forwarded-For``: trusted when ``trust_forwarded`` (on a Space by
