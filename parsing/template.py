@@ -216,6 +216,11 @@ class CompiledTemplate:
         Matches are taken left to right without overlap, like ``finditer``.
         """
         anchor = self.start_anchor
+        if not isinstance(prefix, str):
+            # The reference runs its anchor regex over any prefix: the regex module's own TypeError, to the letter
+            # ("a bytes-like object is required, not 'int'"), not an AttributeError of a string method.
+            for _ in anchor.regex.finditer(prefix):
+                break
         plain = self.derived.get("anchor_literals", False)
         if plain is False:
             literals = anchor.literals

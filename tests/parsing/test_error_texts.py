@@ -87,3 +87,18 @@ def test_calls_after_finalize_match_the_reference(call):
         parser.finalize()
         errors.append(_raised(lambda: parser.feed("x") if call == "feed" else parser.finalize()))
     _assert_same(*errors, f"{call} after finalize")
+
+
+@pytest.mark.parametrize("prefix", [3, 0, b"<|im_start|>assistant\n", ["a"], 2.5], ids=repr)
+def test_a_prefix_that_is_not_text_fails_as_in_the_reference(prefix):
+    """A fresh-user trial passed ``prefix=3``: ours raised AttributeError ('int' object has no attribute 'rfind')
+    where the reference raises the regex module's TypeError."""
+    template = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>"}}}
+    for label, make in (("ResponseParser", lambda impl: impl.ResponseParser(copy.deepcopy(template), prefix)),
+                        ("parse_response", lambda impl: impl.parse_response("x", copy.deepcopy(template),
+                                                                             prefix=prefix))):
+        expected, got = _raised(lambda: make(d.ref)), _raised(lambda: make(d.ours))
+        if expected is None:  # a falsy prefix (0) is no prefix to both
+            assert got is None, f"{label}: ours raised {got!r}; the reference accepts it"
+        else:
+            _assert_same(expected, got, label)
