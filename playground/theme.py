@@ -71,20 +71,21 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
  background:var(--background-fill-primary)}
 #timeline .tl span,.evlog td.t{unicode-bidi:isolate}
 #timeline .tl span[data-s]{cursor:pointer}
-.tlv .b{background:color-mix(in srgb,var(--c) 16%,var(--background-fill-primary));border-bottom:2px solid var(--c)}
-.dark .tlv .b{background:color-mix(in srgb,var(--c) 30%,var(--background-fill-primary))}
+.tlv .b{background-color:color-mix(in srgb,var(--c) 16%,var(--background-fill-primary));border-bottom:2px solid var(--c)}
+.dark .tlv .b{background-color:color-mix(in srgb,var(--c) 30%,var(--background-fill-primary))}
 .tlv .d{background:var(--cs);color:var(--ink-on-strong);border-radius:4px;padding:0 1px;font-weight:600}
 .dark .tlv .d{background:var(--cl);color:var(--ink-on-light)}
 .tlv .x{color:var(--tl-muted);text-decoration:line-through}
 .tlv .u{color:var(--tl-muted)}
 .tlv .p{font-style:italic;outline:1px dashed var(--tl-muted);outline-offset:-1px}
+/* stripes only: the field's background-color (.b, .dark .b, .e) must stay longhand so it never resets them */
 .tlv .dirty{background-image:repeating-linear-gradient(135deg,transparent 0 5px,var(--tl-stripe) 5px 7px)}
 .tlv .cs{box-shadow:inset 1px 0 0 var(--tl-tick)}
 .tlv .odd{border-bottom-style:dotted}
 .tlv .h{outline:2px dotted var(--held-color);outline-offset:-2px;color:var(--body-text-color);
- background:color-mix(in srgb,var(--held-color) 22%,var(--background-fill-primary))}
+ background-color:color-mix(in srgb,var(--held-color) 22%,var(--background-fill-primary))}
 .tlv .e{text-decoration:underline wavy var(--err-color);text-decoration-skip-ink:none}
-.tlv .b.e,.tlv .u.e,.tlv .x.e{background:color-mix(in srgb,var(--err-color) 20%,var(--background-fill-primary));
+.tlv .b.e,.tlv .u.e,.tlv .x.e{background-color:color-mix(in srgb,var(--err-color) 20%,var(--background-fill-primary));
  color:var(--body-text-color)}
 /* a failed region's delimiter keeps its field's chip colours (readable), with a red frame */
 .tlv .d.e{outline:2px solid var(--err-color);outline-offset:0}

@@ -80,3 +80,22 @@ def test_chat_cards_and_the_doctor_are_readable(scheme_page):
     chrome = page.evaluate("sel => Array.from(document.querySelectorAll(sel)).map(e => e.innerText).join(' ')",
                            "#header, #status, #check, #template-status, button, .legend, .badge, .probe-badge, h4")
     assert not EMOJI.search(chrome), EMOJI.findall(chrome)
+
+
+def test_dirty_chunks_are_striped_apart_from_clean_ones(scheme_page):
+    """A dirty chunk (text whose value may still change) looks different from a clean one in both schemes: the
+    stripes are a background image that a field's background colour (stronger in dark mode) must not reset."""
+    page = scheme_page
+    paste_and_parse(page, RAW, PREFIX)
+    page.wait_for_selector("#timeline span.b.dirty", state="attached")
+    looks = page.evaluate("""() => {
+        const bg = e => getComputedStyle(e).backgroundImage;
+        return {dirty: [...document.querySelectorAll('#timeline span.b.dirty')].map(bg),
+                clean: [...document.querySelectorAll('#timeline span.b:not(.dirty):not(.e):not(.p)')].map(bg),
+                swatch: bg(document.querySelector('#legend .sw.dirty')),
+                plain: bg(document.querySelector('#legend .sw.p'))}; }""")
+    assert looks["dirty"] and looks["clean"], looks
+    assert all("gradient" in b for b in looks["dirty"]), (page.scheme, set(looks["dirty"]))
+    assert set(looks["clean"]) == {"none"}, (page.scheme, set(looks["clean"]))
+    assert "gradient" in looks["swatch"] and looks["plain"] == "none", (page.scheme, looks["swatch"])
+    assert_readable(page, ["#timeline", "#legend"], min_checked=10)
