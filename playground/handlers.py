@@ -26,7 +26,7 @@ from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, example_tra
 from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
-from .state import Origin, Session
+from .state import Origin, Session, tool_call_name
 from .streaming import (PREVIEW_CHARS, PREVIEW_INTERVAL, PREVIEW_ITEMS, Pacer, Throttle, preview_message,
                         stream_views)
 
@@ -368,12 +368,20 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         turn = {"role": "user", "content": text}
     else:
         turn = {"role": "tool", "content": text}
-        call = sess.next_tool_call()  # the oldest unanswered call (send_turn marks it answered)
-        fn = call.get("function", {}) if isinstance(call, dict) else {}
-        if isinstance(fn, dict) and fn.get("name"):
-            turn["name"] = fn["name"]
+        call = sess.next_tool_call()  # the oldest unanswered call (add_tool_result/send_turn mark it answered)
+        if tool_call_name(call):
+            turn["name"] = tool_call_name(call)
         if isinstance(call, dict) and call.get("id"):
             turn["tool_call_id"] = call["id"]
+        if len(sess.pending_tool_calls) > 1:  # parallel calls: the model answers after the last result
+            k, n = sess.tool_call_position()
+            sess.add_tool_result(turn)
+            sess.hand_back(box, "")
+            nxt = tool_call_name(sess.next_tool_call()) or "the next tool call"
+            sess.say(f"Tool result {k} of {n} added. Now the result for {nxt} ({k + 1} of {n}); the model "
+                     f"answers after the last one.", "info", "chat")
+            yield sess
+            return
     sess.send_turn(turn)
     sess.hand_back(box, "")
     stop_event = _stop_event(session_hash)
@@ -439,7 +447,9 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         sess.finish_turn(run, view)
         ended = True
         calls = sess.pending_tool_calls
-        ask = " A tool was called: answer with a tool result below." if calls else ""
+        ask = ("" if not calls else " A tool was called: answer with a tool result below." if len(calls) == 1 else
+               f" A tool was called ({len(calls)} calls): answer each with a tool result below, in order; the "
+               f"model answers after the last.")
         errs = f" Parse errors: {len(view.errors)}." if view.errors else ""
         word = "Stopped" if stopped else ("Cut" if run.cut else "Done")
         notes = "".join(f" {n}" for n in src.notes(run.text, sess.template_text, lm.tokenizer)) if src else ""

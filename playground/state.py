@@ -28,6 +28,8 @@ model: which model Send uses
 
 chat: the conversation, phase idle | generating | awaiting_tool
     idle/awaiting_tool --send_user--> generating;  awaiting_tool --send_tool--> generating (refused otherwise)
+    awaiting_tool --add_tool_result--> awaiting_tool (parallel calls: one result per call, in order; the last
+                  result is sent with send_turn, and only then does the model generate)
     generating --finish_turn(run, view)--> awaiting_tool when the parsed turn has tool calls, else idle
     generating --fail_turn()--> the sent turn is taken back, the phase before it
     any --clear()--> idle, no history
@@ -54,11 +56,19 @@ import parsing
 
 from .session import SKELETON_TEMPLATE, ParseView, Run, keep_parse, template_to_text
 
-__all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use"]
+__all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
 
 TOOL_CALL_KEY = "tool_calls"  # the message key the chat answers with tool results (what chat templates read)
 RUN_PHASES = ("empty", "streaming", "done", "stopped", "cut", "failed")
 CHAT_PHASES = ("idle", "generating", "awaiting_tool")
+
+
+def tool_call_name(call: Any) -> str | None:
+    """The function name of a parsed tool call (``{"function": {"name": ...}}``, the chat templates' shape), or
+    None when the call has none."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,7 @@ class Session:
         self.chat_phase = "idle"
         self.turn_run: Run | None = None  # the run of the last assistant turn
         self.pending_tool_calls: list = []
+        self.tool_calls_asked = 0  # how many tool calls the last assistant turn made (answered one by one)
         self.live_turn: list | None = None  # chat bubbles of the turn being generated
         # run
         self.run: Run | None = None
@@ -268,6 +279,24 @@ class Session:
         self.live_turn = None
         self.touch("chat", "phase")
 
+    def add_tool_result(self, turn: dict) -> None:
+        """A tool result for the oldest unanswered call when others still wait (parallel tool calls): it joins
+        the history and the chat keeps waiting (phase awaiting_tool); the model generates only after the last
+        result (`send_turn`)."""
+        if len(self.pending_tool_calls) < 2:
+            raise ValueError("the last tool result is sent with send_turn: the model answers it")
+        self.pending_tool_calls.pop(0)
+        self.history.append(turn)
+        self.touch("chat", "phase")
+
+    def tool_call_position(self) -> tuple[int, int]:
+        """(k, n): the next tool result answers call k of the n the last assistant turn made (1-based);
+        (0, 0) when no call waits."""
+        if not self.pending_tool_calls:
+            return 0, 0
+        n = max(self.tool_calls_asked, len(self.pending_tool_calls))
+        return n - len(self.pending_tool_calls) + 1, n
+
     def next_tool_call(self) -> dict | None:
         """The oldest tool call still waiting for its result, or None."""
         return self.pending_tool_calls[0] if self.pending_tool_calls else None
@@ -292,6 +321,7 @@ class Session:
     def clear(self) -> None:
         """Forget the conversation."""
         self.history, self.pending_tool_calls, self.turn_run, self.live_turn = [], [], None, None
+        self.tool_calls_asked = 0
         self.chat_phase = "idle"
         self.touch("chat", "phase")
 
@@ -303,6 +333,7 @@ class Session:
     def _set_tool_calls(self, message: dict | None) -> None:
         calls = (message or {}).get(TOOL_CALL_KEY) or []
         self.pending_tool_calls = list(calls) if isinstance(calls, list) else [calls]
+        self.tool_calls_asked = len(self.pending_tool_calls)
         self.chat_phase = "awaiting_tool" if self.pending_tool_calls else "idle"
 
     @staticmethod

@@ -14,7 +14,7 @@ import gradio as gr
 
 from . import render
 from .inspector import details_html
-from .state import Session
+from .state import Session, tool_call_name
 from .streaming import STREAM_WINDOW, Drawn, draw
 
 _NOTHING = ('<div class="tl-note">Nothing parsed yet: chat, paste or replay an example.</div>'
@@ -95,11 +95,11 @@ def _inbox(box: str) -> Callable:
 def tool_box(p: _Pass) -> Any:
     s = p.sess
     value = s.inbox.pop("tool") if "tool" in s.inbox else None
-    calls = s.pending_tool_calls
-    if calls:
-        fn = calls[0].get("function", {}) if isinstance(calls[0], dict) else {}
-        name = fn.get("name") if isinstance(fn, dict) else None
-        hint = f"Tool result for {name or 'the tool call'}" + (f" (1 of {len(calls)} calls)" if len(calls) > 1 else "")
+    if s.pending_tool_calls:
+        k, n = s.tool_call_position()
+        name = tool_call_name(s.next_tool_call())
+        hint = f"Tool result for {name or 'the tool call'}" + (
+            f" ({k} of {n} calls: one result per call, in order)" if n > 1 else "")
     else:
         hint = "Tool result (after the model calls a tool)"
     return gr.update(placeholder=hint) if value is None else gr.update(value=value, placeholder=hint)
