@@ -13,6 +13,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from . import render
+from .icons import icon
 from .inspector import details_html
 from .state import Session, tool_call_name
 from .streaming import STREAM_WINDOW, Drawn, draw
@@ -123,6 +124,12 @@ def replay(p: _Pass) -> Any:
 STALE_NOTE = ('<div class="tl-note tl-stale" role="note">Shown with the last valid template: the editor\'s template '
               'has an error (see below the editor), so this run was not parsed again.</div>')
 
+#: In place of the reference check's badge while the editor's template does not load: the last verdict was about
+#: another template, so none is shown.
+STALE_CHECK = (f'<span class="badge badge-neutral" id="check-stale">{icon("neutral")} Not checked against '
+               'transformers: the editor\'s template has an error. The run shown was parsed with the last valid '
+               'template.</span>')
+
 
 def timeline(p: _Pass) -> str:
     if p.drawn is None:
@@ -173,7 +180,9 @@ def check(p: _Pass) -> str:
     d = p.drawn
     if d is None:
         return ""
-    return (STALE_NOTE if p.sess.problem is not None and d.check else "") + d.check
+    if p.sess.problem is not None and d.check:  # no verdict on a template that is not the editor's
+        return STALE_CHECK
+    return d.check
 
 
 def inspector(p: _Pass) -> str:

@@ -258,10 +258,35 @@ def test_views_say_they_are_from_the_last_valid_template_while_the_editor_is_bro
     handlers.edit_template(sess, TPL.replace('"role"', '"role'), page)  # the editor no longer loads
     drawn = dict(zip(views.NAMES, views.redraw(sess)))
     assert drawn["timeline"].startswith(views.STALE_NOTE) and 'data-f="content"' in drawn["timeline"]
-    assert drawn["check"].startswith(views.STALE_NOTE)
+    assert drawn["check"] == views.STALE_CHECK and "agree" not in drawn["check"]
     handlers.edit_template(sess, TPL, page)  # fixed again: parsed anew, the note goes
     drawn = dict(zip(views.NAMES, views.redraw(sess)))
-    assert views.STALE_NOTE not in drawn["timeline"] and views.STALE_NOTE not in drawn["check"]
+    assert views.STALE_NOTE not in drawn["timeline"] and 'id="agree-badge"' in drawn["check"]
+
+
+def test_the_status_line_says_an_edit_broke_the_template_instead_of_claiming_a_re_parse():
+    """After a good parse and a re-parse, each kind of broken template (found by a fresh-user trial) turns the
+    status line into an error that says nothing was re-parsed, and the badge stops claiming agreement."""
+    from playground.handlers import PageConfig
+
+    tpl = json.loads(TPL)
+    field = next(iter(tpl["fields"]))
+    unclosed = json.loads(TPL)
+    unclosed["fields"][field]["close_pattern"] = "(unclosed"
+    huge = json.loads(TPL)
+    huge["fields"][field]["close_pattern"] = "a{9000000}"
+    page, sess = PageConfig(), Session(TPL)
+    handlers.paste_parse(sess, "Sure.<|im_end|>", "<|im_start|>assistant\n", "", TPL, page)
+    for broken in ("", "[1,2,3]", json.dumps(unclosed, indent=2), json.dumps(huge, indent=2)):
+        handlers.edit_template(sess, TPL.replace("{", "{ ", 1), page)  # a good edit: re-parsed
+        assert sess.notice.text.startswith("Re-parsed") and sess.notice.kind != "error", sess.notice.text
+        handlers.edit_template(sess, broken, page)
+        assert sess.problem is not None, broken
+        assert sess.notice.kind == "error" and "Re-parsed" not in sess.notice.text, (broken, sess.notice.text)
+        assert sess.notice.text == handlers.TEMPLATE_ERROR_NOTE + " Nothing was re-parsed: the page shows the " \
+            "last valid template's parse.", sess.notice.text
+        drawn = dict(zip(views.NAMES, views.redraw(sess)))
+        assert "agree" not in drawn["check"] and drawn["check"] == views.STALE_CHECK, broken
 
 
 def test_the_system_prompt_counts_toward_the_conversation_limit(tiny_model_dir):
@@ -300,3 +325,4 @@ def test_keeping_edits_says_the_waiting_example_was_not_replayed():
     handlers.pick_library(sess, family, page)
     handlers.keep_edits(sess)
     assert "Kept your edits" in sess.notice.text and "replayed" not in sess.notice.text
+
