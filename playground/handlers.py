@@ -133,7 +133,8 @@ def parse_trouble(view) -> str | None:
     """What went wrong in a final parse that still returned, in one sentence for the status line; None when
     nothing did. Region errors come first; then a parse that kept nothing of the output (every character
     discarded: no field opened, and the template has no implicit field to take the text), said with its likely
-    cause: a start anchor missing from the prompt (a template for another format), else the fields' opens."""
+    cause: a start anchor missing from the prompt (a template for another format), else the fields' opens; last,
+    a start anchor missing from the prompt while fields did parse (the prompt itself was parsed as output)."""
     if view is None or not view.final:
         return None
     errors = list(view.errors or [])
@@ -148,12 +149,13 @@ def parse_trouble(view) -> str | None:
                 + ". See the timeline.")
     generated = len(view.text) - view.prefix_length
     if generated > 0 and view.segments and all(seg["kind"] == "discarded" for seg in view.segments):
-        if view.prefix_length and not view.dropped_prefix:
-            return ("nothing of the output was parsed: the template's start anchor does not occur in the prompt "
-                    "and no field opened, so every character was discarded. Pick a template for this model's "
-                    "format, or fix start_anchor.")
+        if view.anchor_missing:
+            return (f"nothing of the output was parsed: {render.ANCHOR_MISSING} and no field opened, so every "
+                    f"character was discarded. Pick a template for this model's format, or fix start_anchor.")
         return ("nothing of the output was parsed: no field opened and the template has no implicit field, so "
                 "every character was discarded. Check the fields' open delimiters against the output.")
+    if view.anchor_missing:
+        return render.ANCHOR_MISSING_NOTE
     return None
 
 

@@ -277,9 +277,18 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
     if view.dropped_prefix:
         parts.append(f'<div class="tl-note">{len(view.dropped_prefix)} prompt characters before the start '
                      f'anchor are not parsed and not shown.</div>')
+    elif view.anchor_missing:
+        parts.append(f'<div class="tl-warn" id="anchor-missing" role="note">{icon("warning")} '
+                     f'{escape(ANCHOR_MISSING_NOTE[0].upper() + ANCHOR_MISSING_NOTE[1:])}</div>')
     status = "final" if view.final else "streaming"
     parts.append(f'<div class="tl tlv" data-status="{status}" data-len="{n}" data-from="{a}">{"".join(out)}</div>')
     return "".join(parts)
+
+
+#: Why a prompt was parsed whole, for the status line and above the timeline (one wording for both).
+ANCHOR_MISSING = "the template's start anchor does not occur in the prompt"
+ANCHOR_MISSING_NOTE = (f"{ANCHOR_MISSING}, so the whole prompt was parsed as output (as transformers does): its "
+                       f"delimiters count as the model's. Pick a template for this model's format, or fix start_anchor.")
 
 
 def legend_html(field_names: list[str]) -> str:

@@ -118,6 +118,12 @@ class ParseView:
         return next((e for e in self.errors if e.get("budget")), None)
 
     @property
+    def anchor_missing(self) -> bool:
+        """A prompt prefix was given but the template's start anchor occurs nowhere in it, so the whole prefix was
+        parsed as if the model had written it (as the reference does; its delimiters count)."""
+        return self.prefix_length > 0 and not self.dropped_prefix
+
+    @property
     def nbytes(self) -> int:
         """Approximate bytes this view holds (its message counted once, as JSON)."""
         size = len(self.text) * (1 if self.text.isascii() else 4) + len(self.dropped_prefix)

@@ -96,6 +96,9 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 .tl-err{color:var(--body-text-color);background:color-mix(in srgb,var(--err-color) 14%,var(--background-fill-primary));
  border:1px solid var(--err-color);border-radius:6px;padding:4px 8px;margin:4px 0;font-size:13px}
 .tl-err .ico{color:var(--err-color)}
+.tl-warn{color:var(--body-text-color);background:color-mix(in srgb,var(--warn-color) 12%,var(--background-fill-primary));
+ border:1px solid var(--warn-color);border-radius:6px;padding:4px 8px;margin:4px 0;font-size:13px}
+.tl-warn .ico{color:var(--warn-color)}
 .tl-err .tl-note{color:inherit}
 .legend{display:flex;flex-wrap:wrap;align-items:center;gap:4px 6px;font-size:12px}
 .legend .sw{display:inline-block;padding:0 6px;border-radius:4px;font-size:12px;line-height:1.7;

@@ -326,3 +326,26 @@ def test_keeping_edits_says_the_waiting_example_was_not_replayed():
     handlers.keep_edits(sess)
     assert "Kept your edits" in sess.notice.text and "replayed" not in sess.notice.text
 
+
+def test_a_start_anchor_missing_from_the_prompt_is_said_in_the_status_and_above_the_timeline():
+    """Template start_anchor "<<NEVER>>": the whole prompt is parsed as output (the user's <|im_end|> becomes a
+    delimiter, as transformers does); the status line and the timeline say why, in one wording."""
+    from playground.handlers import PageConfig
+
+    never = json.loads(TPL)
+    never["start_anchor"] = "<<NEVER>>"
+    prefix = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    page = PageConfig()
+    sess = handlers.paste_parse(Session(TPL), "Sure.<|im_end|>", prefix, "", json.dumps(never), page)
+    assert sess.view.prefix_length == len(prefix) and sess.view.anchor_missing
+    assert sess.notice.kind == "error" and render.ANCHOR_MISSING_NOTE in sess.notice.text, sess.notice.text
+    drawn = dict(zip(views.NAMES, views.redraw(sess)))
+    assert 'id="anchor-missing"' in drawn["timeline"] and render.ANCHOR_MISSING in drawn["timeline"].replace(
+        "&#x27;", "'").lower()
+    # the same run with the anchor in the prompt: parsed after it, nothing to warn about
+    sess = handlers.paste_parse(Session(TPL), "Sure.<|im_end|>", prefix, "", TPL, page)
+    assert not sess.view.anchor_missing and sess.notice.kind == "ok", sess.notice.text
+    assert 'id="anchor-missing"' not in dict(zip(views.NAMES, views.redraw(sess)))["timeline"]
+    # no prompt at all: nothing was looked for, nothing to warn about
+    sess = handlers.paste_parse(Session(TPL), "Sure.<|im_end|>", "", "", json.dumps(never), page)
+    assert not sess.view.anchor_missing and sess.notice.kind == "ok", sess.notice.text
