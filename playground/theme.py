@@ -178,6 +178,18 @@ code .token.punctuation,code .token.operator{color:var(--body-text-color) !impor
 code .token.property{color:var(--tok-key) !important}
 code .token.string{color:var(--tok-str) !important}
 code .token.number,code .token.boolean,code .token.null,code .token.keyword{color:var(--tok-num) !important}
+
+/* ---------------------------------------------------------------- phone width: rows wrap, wide pieces take a line
+   of their own (Gradio sets flex and min-width inline, hence !important) */
+#timeline-head .tl-title{white-space:nowrap}
+#timeline-title{flex-shrink:0 !important;min-width:max-content !important}
+@media (max-width:700px){
+ #header .hd h1{white-space:normal}
+ .row:has(> #status),#timeline-head{flex-wrap:wrap !important}
+ #status,#legend,#timeline-from{flex:1 1 100% !important;min-width:100% !important}
+ #legend{order:1}
+ #timeline-from{order:2}
+}
 """
 
 JS = r"""

@@ -215,7 +215,7 @@ def _render_editor(p: _Page, sess: Session, families: list[str]) -> None:
 
 def _render_timeline(p: _Page, remotes: list, allow_any: bool) -> None:
     with gr.Row(equal_height=True, elem_id="timeline-head"):
-        gr.HTML('<span class="tl-title">Stream timeline</span>', min_width=130, scale=0)
+        gr.HTML('<span class="tl-title">Stream timeline</span>', min_width=130, scale=0, elem_id="timeline-title")
         p.legend = gr.HTML("", elem_id="legend", scale=4)
         p.replay_btn = gr.Button("Replay last run", elem_id="replay", size="sm", scale=0, min_width=130,
                                  interactive=False)  # on once there is a run (views.replay)

@@ -94,3 +94,55 @@ def test_icons_are_drawn_without_emoji_fonts(page):
         assert box and box["width"] >= 8 and box["height"] >= 8
     text = page.inner_text("body")
     assert not re.search(emoji, text), re.findall(emoji, text)
+
+
+# What a phone shows (390x844): every piece of the page's frame, with the timeline's heading row.
+PHONE_PARTS = ["#header h1", "#header .tag", "#model-box", "#load-model", "#status .status span", "#modes",
+               "#template", "#timeline-head .tl-title", "#legend .legend", "#replay", "#stop", "#timeline-from",
+               "#timeline .tl", "#anchor-missing", "#check"]
+# pieces side by side that must not cover each other
+PHONE_NEIGHBOURS = [["#header h1", "#header .tag", "#model-box", "#load-model", "#status .status"],
+                    ["#timeline-head .tl-title", "#legend .legend", "#replay", "#stop", "#timeline-from"]]
+
+
+def test_phone_width_nothing_runs_off_the_screen_or_overlaps(browser, app_url):
+    """A fresh-user trial at 390x844: the status line ran off the right edge, the title was clipped, the legend
+    shrank to a narrow column and the Replay button covered the "Stream timeline" heading."""
+    for scheme in ("light", "dark"):
+        ctx, page = open_app(browser, app_url, color_scheme=scheme, viewport=(390, 844))
+        try:
+            # a prompt without the start anchor: a long status line and a warning above the timeline
+            paste(page, RAW, "<|im_start|>user\nWeather?<|im_end|>\n")
+            page.wait_for_selector(FINAL)
+            page.wait_for_selector("#anchor-missing")
+            wait_status(page, "start anchor")
+            found = page.evaluate("""([parts, groups]) => {
+                const W = document.documentElement.clientWidth, box = s => document.querySelector(s).getBoundingClientRect();
+                const bad = [];
+                for (const s of parts) {
+                    const e = document.querySelector(s);
+                    if (!e) { bad.push(`${s}: missing`); continue; }
+                    const r = e.getBoundingClientRect();
+                    if (r.width < 40 || r.height < 8) bad.push(`${s}: squeezed to ${r.width}x${r.height}`);
+                    if (r.left < 0 || r.right > W + 0.5) bad.push(`${s}: runs off the screen (${r.left}..${r.right} of ${W})`);
+                    if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'auto')
+                        bad.push(`${s}: its text is cut (${e.scrollWidth} > ${e.clientWidth})`);
+                    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+                        if (getComputedStyle(a).overflowX === 'visible') continue;
+                        const q = a.getBoundingClientRect();
+                        if (r.right > q.right + 0.5 || r.left < q.left - 0.5) { bad.push(`${s}: clipped by ${a.className}`); break; }
+                    }
+                }
+                for (const g of groups) for (let i = 0; i < g.length; i++) for (let j = i + 1; j < g.length; j++) {
+                    const a = box(g[i]), b = box(g[j]);
+                    const x = Math.min(a.right, b.right) - Math.max(a.left, b.left), y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+                    if (x > 0.5 && y > 0.5) bad.push(`${g[i]} and ${g[j]} overlap`);
+                }
+                const legend = box('#legend .legend');
+                if (legend.width < 0.75 * W) bad.push(`the legend is a narrow column (${legend.width} px)`);
+                return {W, page: document.documentElement.scrollWidth, bad};
+            }""", [PHONE_PARTS, PHONE_NEIGHBOURS])
+            assert found["page"] <= found["W"], (scheme, found)
+            assert found["bad"] == [], (scheme, found["bad"])
+        finally:
+            ctx.close()
