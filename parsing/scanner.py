@@ -57,7 +57,7 @@ from typing import Iterable
 
 from .budget import ParseContext, SearchClock, as_context
 from .prefilter import Prefilter, make_prefilter
-from .shapes import FAIL, MATCH, UNDECIDED
+from .shapes import FAIL, MATCH, UNDECIDED, Shape
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -84,9 +84,10 @@ class ScanState(SearchClock):
         self.waiting: dict[int, tuple[int, int | None]] = {}
         # (delimiter id, stream offset) -> whether a split delimiter's lookbehind holds there (it never changes).
         self.lookbehinds: dict[tuple[int, int], bool] = {}
-        # (position, delimiter) when the last scan held from a regex delimiter it did not run (a suffix still
-        # missing, or a match waiting for the end of the stream): `still_deferred` re-checks just that.
-        self.deferred: tuple[int, Delimiter] | None = None
+        # (position, delimiter, shape) when the last scan held from a regex delimiter it did not run (a suffix still
+        # missing, or a match waiting for the end of the stream; shape None), or from a `parsing.shapes` delimiter
+        # whose shape was undecided there (the shape it runs there): `still_deferred` re-checks just that.
+        self.deferred: tuple[int, Delimiter, Shape | None] | None = None
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
         self.dead_at_start: set[int] = set()
@@ -109,6 +110,8 @@ class ScanState(SearchClock):
         deferred = self.deferred
         if deferred is None or deferred[0] != at + base:
             return False
+        if deferred[2] is not None:
+            return deferred[2].decide(buf, at, False)[0] == UNDECIDED
         delim = deferred[1]
         waits = self.waiting.get(id(delim))
         if waits is not None and waits[0] == at + base:
@@ -394,7 +397,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     hold = end
     best = None  # (key, delim, start, stop, match or None)
     kept_text = []  # where the attempts of complete \K matches began (the text before \K is part of the match)
-    deferred = None  # (position, delimiter) of the leftmost regex delimiter held without running its regex
+    deferred = None  # (position, delimiter, shape) of the leftmost delimiter held without running its regex
     # Each delimiter is looked at from its first candidate (where its prefilter lets a match begin; without one,
     # where its search starts), in the order of those candidates. Every match or hold a delimiter gives starts at
     # or after its candidate: once a candidate lies past the winning match found so far (it will commit), or
@@ -449,7 +452,12 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
             if status != MATCH:
                 if status == UNDECIDED:
                     hold = min(hold, start)
+                    if deferred is None or start < deferred[0]:
+                        deferred = (start, delim, shape)  # undecided until more text reaches it: no need to rescan
                 continue
+            if shape.named:
+                match = {}
+                shape.decide(buf, start, eos, match)
         else:
             if prefilter is not None:
                 if not eos and not (prefilter.at_start and at == 0):
@@ -465,7 +473,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         # is one that only the end of the stream decides.
                         hold = min(hold, at)
                         if deferred is None or at < deferred[0]:
-                            deferred = (at, delim)
+                            deferred = (at, delim, None)
                         continue
             if delim.edge_blind and not eos:
                 edge = _edge_pending(delim, buf, start_at, ctx, clock)
@@ -520,7 +528,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         until = None if delim.lookahead is None else stop + delim.lookahead + base
                         clock.waiting[id(delim)] = (start + base, until)
                         if deferred is None or start < deferred[0]:
-                            deferred = (start, delim)
+                            deferred = (start, delim, None)
                     if pending <= start:
                         continue
                 if attempt.start() < start:
@@ -534,16 +542,19 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         if kept_text:
             hold = min(hold, *kept_text)
         if isinstance(clock, ScanState):
-            clock.deferred = (hold + base, deferred[1]) if deferred is not None and deferred[0] == hold else None
+            clock.deferred = (hold + base, *deferred[1:]) if deferred is not None and deferred[0] == hold else None
         return None, hold
     _, delim, start, stop, match = best
     return Hit(delim, start, stop, _captures(match)), hold
 
 
 def _captures(match) -> dict:
-    """The named groups of a delimiter match that took part in it (``{}`` for a literal delimiter's hit)."""
+    """The named groups of a delimiter match that took part in it (``{}`` for a literal delimiter's hit; a shape's
+    hit brings them as a dict)."""
     if match is None:
         return {}
+    if type(match) is dict:  # a shape's captures (`parsing.shapes`)
+        return match
     groups = match.groupdict()
     if not groups or None not in groups.values():
         return groups

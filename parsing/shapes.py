@@ -9,14 +9,17 @@ starts and ends, or from where the text must be held because more text could sti
 
 Forms (a pattern is a `Shape` only if every top-level alternative is one of them):
 
-* a sequence of items: literal characters (plain, or escaped punctuation, ``\\n``, ``\\t``, ``\\r``) and greedy
+* a sequence of items: literal characters (plain, or escaped punctuation, ``\\n``, ``\\t``, ``\\r``), choices
+  ``(?:a|b)`` of literals, and greedy
   runs ``C*`` / ``C+`` of one character class ``C`` (``\\s``, ``\\w``, ``\\d``, or a bracket set of plain
-  characters, ranges and those escapes), where no run is followed by another run or by a literal whose first
-  character ``C`` accepts: a greedy run can then never give a character back, so the engine's first path is the
+  characters, ranges and those escapes), where no run is followed by another run or by a literal (or choice)
+  whose first character ``C`` accepts: a greedy run can then never give a character back, so the engine's first path is the
   only one that can match;
-* a positive lookahead ``(?=S1|S2|...)`` of such sequences, alone as the alternative (a zero-width match).
+* optionally ending in a positive lookahead ``(?=S1|S2|...)`` of such sequences (alone, it is a zero-width
+  alternative); a run right before it must not accept the first character of any of them.
 
-No groups, captures, anchors, other assertions, lazy/possessive quantifiers or inline flags. Runs are matched by
+Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads) and ``(?:a|b)`` (literals none of which is a prefix
+of another); no anchors, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
 the ``regex`` module with the delimiter's own flags (its ``\\s`` is not `str.isspace`).
 """
 
@@ -43,10 +46,20 @@ class _NotAShape(Exception):
 
 @dataclass(frozen=True)
 class _Run:
-    """A greedy run of one character class: ``regex`` matching the longest run at a position, and its minimum."""
+    """A greedy run of one character class: ``regex`` matching the longest run at a position, its minimum
+    length, and the name of the group capturing it (None: none)."""
 
     rx: object
     least: int
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """``(?:a|b|...)`` of literals none of which is a prefix of another: at most one can match at a position, so
+    the first that matches is the only one (no backtracking into the group can help)."""
+
+    literals: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -54,56 +67,80 @@ class Shape:
     """A delimiter pattern of this module's forms.
 
     Attributes:
-        branches: the top-level alternatives in order, each ``(zero_width, sequences)``: a consuming alternative
-            is ``(False, (items,))``, a lookahead ``(True, (items, items, ...))``; items are strings (literal
-            text) and `_Run` objects.
+        branches: the top-level alternatives in order, each ``(items, ahead)``: the sequence it consumes (a tuple
+            of strings, literal text, and `_Run` objects; empty for a bare lookahead), and the sequences of the
+            lookahead that ends it (None: none).
+        named: whether a run is a named group (`decide` can fill ``captures``).
     """
 
     branches: tuple
+    named: bool = False
 
-    def decide(self, buf: str, at: int, eos: bool) -> tuple[int, int]:
+    def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None) -> tuple[int, int]:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
         whatever text follows (the first alternative that matches, every earlier one failing for good);
         ``(UNDECIDED, -1)`` when more text could still make or change a match there (a literal cut off by the
         buffer edge, a run reaching it); ``(FAIL, -1)`` when no match can start there. ``eos``: the buffer is the
-        whole rest of the stream (nothing is undecided)."""
-        for zero_width, sequences in self.branches:
-            if zero_width:
-                pending = False
-                for items in sequences:
-                    status, _ = _walk(items, buf, at, eos, False)
-                    if status == MATCH:
-                        return MATCH, at
+        whole rest of the stream (nothing is undecided). ``captures``: a dict to receive the named groups of a
+        MATCH (as ``Match.groupdict()`` without the groups that took no part)."""
+        for items, ahead in self.branches:
+            end = at
+            if items:
+                status, end = _walk(items, buf, at, eos, ahead is None, captures)
+                if status != MATCH:
+                    if captures:
+                        captures.clear()
                     if status == UNDECIDED:
-                        pending = True
-                if pending:
-                    return UNDECIDED, -1
-                continue
-            status, end = _walk(sequences[0], buf, at, eos, True)
-            if status != FAIL:
-                return status, end
+                        return UNDECIDED, -1
+                    continue
+            if ahead is not None:
+                pending = False
+                for sequence in ahead:
+                    status, _ = _walk(sequence, buf, end, eos, False, None)
+                    if status == MATCH:
+                        break
+                    pending = pending or status == UNDECIDED
+                else:
+                    if captures:
+                        captures.clear()
+                    if pending:
+                        return UNDECIDED, -1
+                    continue
+            return MATCH, end
         return FAIL, -1
 
 
-def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool) -> tuple[int, int]:
-    """One sequence at ``at``: MATCH with its end, FAIL, or UNDECIDED (the buffer edge cut it, or, in a
-    ``consuming`` alternative, a run that ends the sequence reaches the edge and could take more)."""
+def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None) -> tuple[int, int]:
+    """One sequence at ``at``: MATCH with its end, FAIL, or UNDECIDED (the buffer edge cut it, or, when the
+    sequence ends its alternative (``consuming``), a run that ends it reaches the edge and could take more)."""
     end = len(buf)
     i = at
     for item in items:
-        if type(item) is str:
+        kind = type(item)
+        if kind is str:
             if buf.startswith(item, i):
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
                 return UNDECIDED, -1
             else:
                 return FAIL, -1
-        else:
+        elif kind is _Run:
             j = item.rx.match(buf, i).end()
             if j - i < item.least:
                 return (UNDECIDED, -1) if j == end and not eos else (FAIL, -1)
+            if captures is not None and item.name is not None:
+                captures[item.name] = buf[i:j]
             i = j
-    if consuming and i == end and not eos and type(items[-1]) is not str:
+        else:
+            for literal in item.literals:
+                if buf.startswith(literal, i):
+                    i += len(literal)
+                    break
+            else:
+                if not eos and any(end - i < len(lit) and lit.startswith(buf[i:]) for lit in item.literals):
+                    return UNDECIDED, -1
+                return FAIL, -1
+    if consuming and i == end and not eos and type(items[-1]) is _Run:
         return UNDECIDED, -1  # the closing run may take more characters
     return MATCH, i
 
@@ -117,14 +154,42 @@ def shape_of(source: str, flags: int) -> Shape | None:
     try:
         branches = []
         for alternative in _split(source, 0, len(source)):
-            if alternative.startswith("(?=") and _closing(alternative):
-                inner = alternative[3:-1]
-                branches.append((True, tuple(_sequence(s, flags) for s in _split(inner, 0, len(inner)))))
+            k = _last_group(alternative)
+            if k != -1 and alternative.startswith("(?=", k) and _closing(alternative[k:]):
+                items = _sequence(alternative[:k], flags, True) if k else ()
+                inner = alternative[k + 3:-1]
+                ahead = tuple(_sequence(s, flags, False) for s in _split(inner, 0, len(inner)))
+                if items and type(items[-1]) is _Run:
+                    for sequence in ahead:
+                        _check_run_before(items[-1], sequence[0])
+                branches.append((items, ahead))
             else:
-                branches.append((False, (_sequence(alternative, flags),)))
-        return Shape(tuple(branches))
+                branches.append((_sequence(alternative, flags, True), None))
+        named = any(type(item) is _Run and item.name is not None for items, _ in branches for item in items)
+        return Shape(tuple(branches), named)
     except (_NotAShape, regex.error, IndexError):
         return None
+
+
+def _last_group(alternative: str) -> int:
+    """Index of the last ``(`` at the top level of ``alternative`` (outside sets and escapes), or -1."""
+    last, depth, i = -1, 0, 0
+    while i < len(alternative):
+        char = alternative[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(alternative, i)
+            continue
+        if char == "(":
+            if depth == 0:
+                last = i
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        i += 1
+    return last
 
 
 def _closing(alternative: str) -> bool:
@@ -192,43 +257,102 @@ def _class_end(source: str, i: int) -> int:
     return j + 1
 
 
-def _sequence(text: str, flags: int) -> tuple:
-    """The items of one alternative (no ``|`` at its top level)."""
+def _group_end(text: str, i: int) -> int:
+    """Index of the ``)`` closing the group that opens at ``text[i] == "("``."""
+    depth = 0
+    while True:
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(text, i)
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+
+
+def _class(text: str, i: int) -> tuple[str, int] | None:
+    """The character class at ``text[i]`` (``\\s``, ``\\w``, ``\\d`` or a bracket set) and the index after it, or
+    None when there is none."""
+    if text[i] == "\\" and text[i + 1] in _CLASS_ESCAPES:
+        return text[i:i + 2], i + 2
+    if text[i] == "[":
+        end = _class_end(text, i)
+        return text[i:end], end
+    return None
+
+
+def _run(text: str, i: int, flags: int, name: str | None) -> tuple[_Run, int]:
+    """The run ``C*`` / ``C+`` at ``text[i]`` and the index after it."""
+    found = _class(text, i)
+    if found is None:
+        raise _NotAShape("not a class")
+    cls, i = found
+    # A class must be repeated by * or + (nothing lazy or possessive after it).
+    if i >= len(text) or text[i] not in "*+":
+        raise _NotAShape("class without a run")
+    least = 0 if text[i] == "*" else 1
+    i += 1
+    if i < len(text) and text[i] in "?+{":
+        raise _NotAShape("lazy or possessive")
+    return _Run(regex.compile(f"(?:{cls})*", flags), least, name), i
+
+
+def _literal(text: str) -> str:
+    """The text a sequence of literal characters matches."""
+    items = _sequence(text, 0, False)
+    if len(items) != 1 or type(items[0]) is not str:
+        raise _NotAShape("not a literal")
+    return items[0]
+
+
+def _sequence(text: str, flags: int, named: bool) -> tuple:
+    """The items of one alternative (no ``|`` at its top level); ``named``: a run may be a named group."""
     items: list = []
     i = 0
     while i < len(text):
         char = text[i]
-        if char == "\\":
+        if char == "\\" and text[i + 1] not in _CLASS_ESCAPES:
             escaped = text[i + 1]
-            if escaped in _CLASS_ESCAPES:
-                cls, i = text[i:i + 2], i + 2
-            elif escaped in _LITERAL_ESCAPES:
+            if escaped in _LITERAL_ESCAPES:
                 items.append(_LITERAL_ESCAPES[escaped])
-                i += 2
-                continue
             elif not escaped.isalnum() and not escaped.isspace():
                 items.append(escaped)
-                i += 2
-                continue
             else:
                 raise _NotAShape("escape")
-        elif char == "[":
-            end = _class_end(text, i)
-            cls, i = text[i:end], end
+            i += 2
+        elif char == "(":
+            end = _group_end(text, i)
+            if end + 1 < len(text) and text[end + 1] in "*+?{":
+                raise _NotAShape("quantified group")
+            if named and text.startswith("(?P<", i):
+                close = text.index(">", i)
+                item, after = _run(text, close + 1, flags, text[i + 4:close])
+                if after != end or not item.name.isidentifier():
+                    raise _NotAShape("a named group holds more than one run")
+            elif text.startswith("(?:", i):
+                literals = tuple(_literal(alt) for alt in _split(text, i + 3, end))
+                if any(a != b and a.startswith(b) for a in literals for b in literals) or "" in literals:
+                    raise _NotAShape("one literal of a group is a prefix of another")
+                item = _Choice(literals)
+            else:
+                raise _NotAShape("group")
+            items.append(item)
+            i = end + 1
+        elif char == "\\" or char == "[":
+            item, i = _run(text, i, flags, None)
+            items.append(item)
         elif char in _SPECIAL:
             raise _NotAShape(char)
         else:
             items.append(char)
             i += 1
-            continue
-        # A class must be repeated by * or + (nothing lazy or possessive after it).
-        if i >= len(text) or text[i] not in "*+":
-            raise _NotAShape("class without a run")
-        least = 0 if text[i] == "*" else 1
-        i += 1
-        if i < len(text) and text[i] in "?+{":
-            raise _NotAShape("lazy or possessive")
-        items.append(_Run(regex.compile(f"(?:{cls})*", flags), least))
     if not items:
         raise _NotAShape("empty")
     merged: list = []
@@ -238,6 +362,16 @@ def _sequence(text: str, flags: int) -> tuple:
         else:
             merged.append(item)
     for item, following in zip(merged, merged[1:]):
-        if type(item) is _Run and (type(following) is _Run or item.rx.match(following[0]).end() > 0):
-            raise _NotAShape("a run could give characters back")
+        if type(item) is _Run:
+            _check_run_before(item, following)
     return tuple(merged)
+
+
+def _check_run_before(run: _Run, following) -> None:
+    """A run may be followed only by literal text none of whose first characters it accepts (else greedy matching
+    could have to give characters back)."""
+    if type(following) is _Run:
+        raise _NotAShape("a run followed by a run")
+    firsts = following[0] if type(following) is str else "".join(lit[0] for lit in following.literals)
+    if any(run.rx.match(char).end() > 0 for char in firsts):
+        raise _NotAShape("a run could give characters back")

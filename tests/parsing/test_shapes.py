@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 FLAGS = regex.compile("", regex.DOTALL).flags
 
 PIECES = ["<a>", "</a>", "<|e|>", "ab", "a", "<", ">", "|", "\\n", " ", "x"]
-RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+"]
+RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)"]
 ALPHABET = "<>/a|ebx.- \n\t1"
 
 
@@ -35,11 +35,19 @@ def _sequence(rng: random.Random) -> str:
     return "".join(parts)
 
 
+def _groups(match) -> dict:
+    return {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+
+
 def _pattern(rng: random.Random) -> str:
     branches = []
     for _ in range(rng.randint(1, 3)):
-        if rng.random() < 0.3:
-            branches.append("(?=" + "|".join(_sequence(rng) for _ in range(rng.randint(1, 2))) + ")")
+        roll = rng.random()
+        ahead = "(?=" + "|".join(_sequence(rng) for _ in range(rng.randint(1, 2))) + ")"
+        if roll < 0.25:
+            branches.append(ahead)
+        elif roll < 0.5:
+            branches.append(_sequence(rng) + ahead)
         else:
             branches.append(_sequence(rng))
     return "|".join(branches)
@@ -50,11 +58,20 @@ def _pattern(rng: random.Random) -> str:
     (r"(?=>>>[\w.-]+\n)|<\|eot_id\|>", True),
     (r"</function>\s*</tool_call>\s*|(?=<\|im_end\|>)", True),
     (r"<response>\s*|</response>\s*|<\|im_end\|>", True),
-    (r"Here(?: is|'s) my response:", False),  # a group
+    (r"<tool_call>(?=\s*\{)", True),
+    (r"<a>\s*(?=<b>|\{)", True),
+    (r"<a>\s*(?=\s\{)", False),  # the run could give back a character the lookahead reads
+    (r"<a>(?=b)c", False),  # a lookahead inside a sequence
+    (r"Here(?: is|'s) my response:\s*|(?=<\|end_of_text\|>)", True),
+    (r"<f=(?P<name>[^>\n]+)>(?=\s*<(?:p=|/f>))", True),
+    (r"(?:a|ab)c", False),  # one literal of the group is a prefix of another
+    (r"(?:ab)+", False),  # a quantified group
+    (r"(?P<n>\w+)(?P<m>\d+)", False),
+    (r"Here(?: is|\w+) my response:", False),  # a group
     (r"a\s*\s", False),  # a run followed by a run
     (r"x\s*\n", False),  # a run followed by a literal it accepts: greedy matching could give back
     (r"tool_calls?", False),  # a quantified literal
-    (r"<a>(?P<n>\w+)", False),  # a capture
+    (r"<a>(?P<n>\w+)", True),  # a named run
     (r"<a>\s*?", False),  # lazy
     (r"(?i)<a>", False),  # inline flag
     (r"<a>(?!b)", False),  # negative lookahead
@@ -79,7 +96,10 @@ def test_decisions_agree_with_the_regex_engine():
         shape = shape_of(source, FLAGS)
         if shape is None:
             continue
-        compiled = regex.compile(source, regex.DOTALL)
+        try:
+            compiled = regex.compile(source, regex.DOTALL)
+        except regex.error:
+            continue
         text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
         # Plant a piece of the pattern so that matches are common.
         planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
@@ -88,12 +108,15 @@ def test_decisions_agree_with_the_regex_engine():
         text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
         at = cut if rng.random() < 0.7 else rng.randint(0, len(text))
         final = compiled.match(text, at)
-        status, end = shape.decide(text, at, True)
+        captures = {}
+        status, end = shape.decide(text, at, True, captures)
         assert (status, end) == ((MATCH, final.end()) if final else (FAIL, -1)), (source, text, at)
+        assert captures == _groups(final), (source, text, at)
         status, end = shape.decide(text, at, False)
         later = [compiled.match(text + more, at) for more in _continuations(rng)]
         if status == MATCH:
             assert all(m is not None and m.end() == end for m in later), (source, text, at)
+            assert all(_groups(m) == _groups(later[0]) for m in later), (source, text, at)
         elif status == FAIL:
             assert compiled.match(text, at, partial=True) is None, (source, text, at)
             assert all(m is None for m in later), (source, text, at)
