@@ -16,7 +16,8 @@ Forms (a pattern is a `Shape` only if every top-level alternative is one of them
   whose first character ``C`` accepts: a greedy run can then never give a character back, so the engine's first path is the
   only one that can match;
 * optionally ending in a positive lookahead ``(?=S1|S2|...)`` of such sequences (alone, it is a zero-width
-  alternative); a run right before it must not accept the first character of any of them.
+  alternative); a run right before it must not accept the first character of any of them;
+* or ending in a group ``P(?:A|B)``, read as the alternatives ``PA|PB`` (each then one of these forms).
 
 Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads) and ``(?:a|b)`` (literals none of which is a prefix
 of another); no anchors, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
@@ -153,7 +154,7 @@ def shape_of(source: str, flags: int) -> Shape | None:
         return Shape(())
     try:
         branches = []
-        for alternative in _split(source, 0, len(source)):
+        for alternative in (a for top in _split(source, 0, len(source)) for a in _expanded(top)):
             k = _last_group(alternative)
             if k != -1 and alternative.startswith("(?=", k) and _closing(alternative[k:]):
                 items = _sequence(alternative[:k], flags, True) if k else ()
@@ -169,6 +170,16 @@ def shape_of(source: str, flags: int) -> Shape | None:
         return Shape(tuple(branches), named)
     except (_NotAShape, regex.error, IndexError):
         return None
+
+
+def _expanded(alternative: str) -> list[str]:
+    """An alternative that ends in a group ``P(?:A|B)`` as the alternatives ``PA``, ``PB`` (the same matches in the
+    same order: the checks on each keep ``P``'s match the same whichever follows)."""
+    k = _last_group(alternative)
+    if k != -1 and alternative.startswith("(?:", k) and _closing(alternative[k:]):
+        inner = alternative[k + 3:-1]
+        return [a for part in _split(inner, 0, len(inner)) for a in _expanded(alternative[:k] + part)]
+    return [alternative]
 
 
 def _last_group(alternative: str) -> int:

@@ -43,6 +43,9 @@ def _pattern(rng: random.Random) -> str:
     branches = []
     for _ in range(rng.randint(1, 3)):
         roll = rng.random()
+        if roll < 0.15:
+            branches.append(_sequence(rng) + "(?:" + "|".join(_sequence(rng) for _ in range(2)) + ")")
+            continue
         ahead = "(?=" + "|".join(_sequence(rng) for _ in range(rng.randint(1, 2))) + ")"
         if roll < 0.25:
             branches.append(ahead)
@@ -64,6 +67,8 @@ def _pattern(rng: random.Random) -> str:
     (r"<a>(?=b)c", False),  # a lookahead inside a sequence
     (r"Here(?: is|'s) my response:\s*|(?=<\|end_of_text\|>)", True),
     (r"<f=(?P<name>[^>\n]+)>(?=\s*<(?:p=|/f>))", True),
+    (r"```(?:<e>\s*|\s*(?=<f>|<g>))", True),  # a trailing group: two alternatives
+    (r"```(?:<e>\s*|\s*(?=\s<f>))", False),
     (r"(?:a|ab)c", False),  # one literal of the group is a prefix of another
     (r"(?:ab)+", False),  # a quantified group
     (r"(?P<n>\w+)(?P<m>\d+)", False),
