@@ -19,8 +19,8 @@ Forms (a pattern is a `Shape` only if every top-level alternative is one of them
   alternative); a run right before it must not accept the first character of any of them;
 * or ending in a group ``P(?:A|B)``, read as the alternatives ``PA|PB`` (each then one of these forms).
 
-Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads) and ``(?:a|b)`` (literals none of which is a prefix
-of another); no anchors, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
+Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads), ``(?:a|b)`` (literals none of which is a prefix
+of another) and ``(?!a|b)`` (literals; not right after a run); no anchors, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
 the ``regex`` module with the delimiter's own flags (its ``\\s`` is not `str.isspace`).
 """
 
@@ -59,6 +59,14 @@ class _Run:
 class _Choice:
     """``(?:a|b|...)`` of literals none of which is a prefix of another: at most one can match at a position, so
     the first that matches is the only one (no backtracking into the group can help)."""
+
+    literals: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Not:
+    """``(?!a|b)`` of literals: no match where one of them starts (never right after a run, which could otherwise
+    give characters back until it passes)."""
 
     literals: tuple[str, ...]
 
@@ -132,7 +140,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if captures is not None and item.name is not None:
                 captures[item.name] = buf[i:j]
             i = j
-        else:
+        elif kind is _Choice:
             for literal in item.literals:
                 if buf.startswith(literal, i):
                     i += len(literal)
@@ -141,6 +149,11 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 if not eos and any(end - i < len(lit) and lit.startswith(buf[i:]) for lit in item.literals):
                     return UNDECIDED, -1
                 return FAIL, -1
+        else:
+            if buf.startswith(item.literals, i):
+                return FAIL, -1
+            if not eos and any(end - i < len(lit) and lit.startswith(buf[i:]) for lit in item.literals):
+                return UNDECIDED, -1
     if consuming and i == end and not eos and type(items[-1]) is _Run:
         return UNDECIDED, -1  # the closing run may take more characters
     return MATCH, i
@@ -352,6 +365,8 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
                 if any(a != b and a.startswith(b) for a in literals for b in literals) or "" in literals:
                     raise _NotAShape("one literal of a group is a prefix of another")
                 item = _Choice(literals)
+            elif text.startswith("(?!", i):
+                item = _Not(tuple(_literal(alt) for alt in _split(text, i + 3, end)))
             else:
                 raise _NotAShape("group")
             items.append(item)
@@ -381,8 +396,8 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
 def _check_run_before(run: _Run, following) -> None:
     """A run may be followed only by literal text none of whose first characters it accepts (else greedy matching
     could have to give characters back)."""
-    if type(following) is _Run:
-        raise _NotAShape("a run followed by a run")
+    if type(following) is _Run or type(following) is _Not:
+        raise _NotAShape("a run followed by a run or a negative lookahead")
     firsts = following[0] if type(following) is str else "".join(lit[0] for lit in following.literals)
     if any(run.rx.match(char).end() > 0 for char in firsts):
         raise _NotAShape("a run could give characters back")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 FLAGS = regex.compile("", regex.DOTALL).flags
 
 PIECES = ["<a>", "</a>", "<|e|>", "ab", "a", "<", ">", "|", "\\n", " ", "x"]
-RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)"]
+RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)", "(?!ab|<e)"]
 ALPHABET = "<>/a|ebx.- \n\t1"
 
 
@@ -79,7 +79,8 @@ def _pattern(rng: random.Random) -> str:
     (r"<a>(?P<n>\w+)", True),  # a named run
     (r"<a>\s*?", False),  # lazy
     (r"(?i)<a>", False),  # inline flag
-    (r"<a>(?!b)", False),  # negative lookahead
+    (r">>>(?!all\n)(?P<name>[\w.-]+)\n", True),
+    (r"\w+(?!b)", False),  # a negative lookahead after a run
     (r"(?<=x)<a>", False),  # lookbehind
     (r"<a>\b", False),  # assertion
     (r"<a>[[:alpha:]]+", False),  # nested set
