@@ -353,6 +353,8 @@ class ResponseParser:
                     clock = self._clock
                     if clock is not None and clock.deferred is not None and clock.still_deferred(buf, pos, self._base):
                         return events
+                    self._process(events, False, first=found)  # what `_process` would search and check first
+                    return events
         else:
             self._append(text)
         self._process(events, eos=False)
@@ -498,9 +500,11 @@ class ResponseParser:
             self._buf = self._buf[cut:]
             self._base += cut
 
-    def _process(self, events: list[dict], eos: bool, as_reference: bool = False) -> None:
+    def _process(self, events: list[dict], eos: bool, as_reference: bool = False, first=None) -> None:
         """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
-        own rule (`scan_as_reference`), for the end of the prefix and the end of the generation."""
+        own rule (`scan_as_reference`), for the end of the prefix and the end of the generation. ``first``: the
+        state's finder match at the first unconsumed position, a whole literal that the last scan's deferral
+        (`ScanState.still_deferred`) does not hold (`feed`'s held path checked both)."""
         if self._tail:
             self._join_tail()
         base = self._base
@@ -513,19 +517,23 @@ class ResponseParser:
             buf = self._buf
             pos = self._pos - base
             finder = watch.finder
-            found = None
-            settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
-            if settled:
-                # One search of the state's literals first: most of the time it settles the scan alone.
-                found = finder.search(buf, pos)
-            if settled and found is None:
-                hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
-            elif found is not None and not eos and not as_reference and (
-                    found.group() not in watch.literal_set
-                    or self._clock is not None and self._clock.deferred is not None
-                    and self._clock.still_deferred(buf, found.start(), base)):
+            if first is not None:
+                found, first, settled, held = first, None, True, False
+            else:
+                found = None
+                settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
+                if settled:
+                    # One search of the state's literals first: most of the time it settles the scan alone.
+                    found = finder.search(buf, pos)
                 # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
                 # and would hold again: hold from there, no regex.
+                held = found is not None and not eos and not as_reference and (
+                    found.group() not in watch.literal_set
+                    or self._clock is not None and self._clock.deferred is not None
+                    and self._clock.still_deferred(buf, found.start(), base))
+            if settled and found is None:
+                hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
+            elif held:
                 hit, hold = None, found.start()
             elif not watch.delimiters:
                 hit, hold = None, len(buf)

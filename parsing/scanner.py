@@ -443,7 +443,8 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 if shape is None or delim.split_shapes is not None:
                     variant = _variant(delim, buf, start, base, before, ctx, clock, window)
                     shape = delim.split_shapes[0 if variant is delim.split[1] else 1]
-                status, stop = shape.decide(buf, start, eos)
+                match = {} if shape.named else None  # its captures
+                status, stop = shape.decide(buf, start, eos, match)
                 if status != FAIL:
                     break
                 start = prefilter.candidate(buf, start + 1)
@@ -455,9 +456,6 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     if deferred is None or start < deferred[0]:
                         deferred = (start, delim, shape)  # undecided until more text reaches it: no need to rescan
                 continue
-            if shape.named:
-                match = {}
-                shape.decide(buf, start, eos, match)
         else:
             if prefilter is not None:
                 if not eos and not (prefilter.at_start and at == 0):

@@ -58,17 +58,20 @@ class _Run:
 @dataclass(frozen=True)
 class _Choice:
     """``(?:a|b|...)`` of literals none of which is a prefix of another: at most one can match at a position, so
-    the first that matches is the only one (no backtracking into the group can help)."""
+    the first that matches is the only one (no backtracking into the group can help). ``longest``: the length of
+    the longest (a shorter rest of the buffer may cut one off)."""
 
     literals: tuple[str, ...]
+    longest: int
 
 
 @dataclass(frozen=True)
 class _Not:
     """``(?!a|b)`` of literals: no match where one of them starts (never right after a run, which could otherwise
-    give characters back until it passes)."""
+    give characters back until it passes). ``longest`` as for `_Choice`."""
 
     literals: tuple[str, ...]
+    longest: int
 
 
 @dataclass(frozen=True)
@@ -146,17 +149,23 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     i += len(literal)
                     break
             else:
-                if not eos and any(end - i < len(lit) and lit.startswith(buf[i:]) for lit in item.literals):
+                if not eos and end - i < item.longest and _cut_off(item.literals, buf, i):
                     return UNDECIDED, -1
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):
                 return FAIL, -1
-            if not eos and any(end - i < len(lit) and lit.startswith(buf[i:]) for lit in item.literals):
+            if not eos and end - i < item.longest and _cut_off(item.literals, buf, i):
                 return UNDECIDED, -1
     if consuming and i == end and not eos and type(items[-1]) is _Run:
         return UNDECIDED, -1  # the closing run may take more characters
     return MATCH, i
+
+
+def _cut_off(literals: tuple[str, ...], buf: str, i: int) -> bool:
+    """Whether ``buf[i:]`` is a proper prefix of one of ``literals``."""
+    rest = buf[i:]
+    return any(len(lit) > len(rest) and lit.startswith(rest) for lit in literals)
 
 
 def shape_of(source: str, flags: int) -> Shape | None:
@@ -364,9 +373,10 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
                 literals = tuple(_literal(alt) for alt in _split(text, i + 3, end))
                 if any(a != b and a.startswith(b) for a in literals for b in literals) or "" in literals:
                     raise _NotAShape("one literal of a group is a prefix of another")
-                item = _Choice(literals)
+                item = _Choice(literals, max(map(len, literals)))
             elif text.startswith("(?!", i):
-                item = _Not(tuple(_literal(alt) for alt in _split(text, i + 3, end)))
+                literals = tuple(_literal(alt) for alt in _split(text, i + 3, end))
+                item = _Not(literals, max(map(len, literals)))
             else:
                 raise _NotAShape("group")
             items.append(item)
