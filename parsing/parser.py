@@ -28,7 +28,7 @@ from typing import Any, Callable
 from .budget import ParseContext
 from .content import parse_content
 from .errors import BudgetExceededError, TemplateError
-from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, watch_sets
+from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
 from .transform import transform_value
@@ -540,6 +540,11 @@ class ResponseParser:
             elif found is not None and watch.literal_owners is not None and not as_reference \
                     and found.group() in watch.literal_set:
                 hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
+            elif found is not None and watch.steps and not as_reference:
+                clock = self._clock
+                if clock is None:
+                    clock = self._clock = ScanState()
+                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base)
             else:
                 clock = self._clock
                 if clock is None:

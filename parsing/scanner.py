@@ -166,6 +166,9 @@ class WatchSet:
     # branch a sure failure, no lookbehind of unbounded reach, no \K, no search from an origin).
     start_ids: frozenset = frozenset()
     start_dies: frozenset = frozenset()
+    # Every delimiter is a literal list, a `parsing.shapes` pattern (not split), or a pattern that can match only at
+    # index 0 of the buffer (``^...``: its prefilter has `at_start` and no literal): `shape_step` can scan the state.
+    steps: bool = False
 
 
 def watch_sets(template: CompiledTemplate) -> dict:
@@ -200,7 +203,10 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                    for d in delimiters),
                                any(d.literals is None and d.lookbehind is None for d in delimiters),
                                frozenset(id(d) for d in delimiters if d.prefilter is not None and d.prefilter.at_start),
-                               frozenset(id(d) for d in delimiters if _dies_at_start(d)))
+                               frozenset(id(d) for d in delimiters if _dies_at_start(d)),
+                               prefilter is not None and all(
+                                   d.literals is not None or d.shape is not None or not d.prefilter.literals
+                                   for d in delimiters))
     return sets
 
 
@@ -238,6 +244,56 @@ def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | N
         if best is None or key < best[0]:
             best = (key, delim, stop)
     return Hit(best[1], at, best[2], {}), end
+
+
+def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, base: int) -> tuple[Hit | None, int]:
+    """`scan` for a state whose delimiters `WatchSet.steps` covers, given ``at``: the first position at or after the
+    scan position where the state's finder found a whole literal (nothing before it), and (unless every ``^``-only
+    delimiter failed there for good) not index 0 of the buffer.
+
+    Position by position from ``at`` (the finder's next match each time): every delimiter decides there at once
+    (a literal by ``startswith``, a shape by `Shape.decide`; a ``^``-only pattern cannot match past index 0). One
+    undecided there (a literal cut off by the buffer edge or a longer one that may still come, an undecided
+    shape) holds from there; else the matches there compete (longest, then opens first, then field name); else
+    the next position. Same result as `scan`; an undecided shape is recorded in ``clock.deferred`` as `scan` does.
+    """
+    end = len(buf)
+    while True:
+        best = None
+        for delim in watch.delimiters:
+            shape = delim.shape
+            if shape is not None:
+                match = {} if shape.named else None
+                status, stop = shape.decide(buf, at, eos, match)
+                if status == FAIL:
+                    continue
+                if status == UNDECIDED:
+                    clock.deferred = (at + base, delim, shape)
+                    return None, at
+            elif delim.literals is not None:
+                stop = _longest_at(delim, buf, at)
+                if not eos and (stop == end and delim.can_extend
+                                or end - at < delim.max_width and _cut_off(delim.literals, buf, at)):
+                    clock.deferred = None
+                    return None, at
+                if stop == -1:
+                    continue
+                match = None
+            else:
+                continue  # matches at index 0 of the buffer only
+            key = (at - stop, OPEN_FIRST[delim.kind], delim.field)
+            if best is None or key < best[0]:
+                best = (key, delim, stop, match)
+        if best is not None:
+            return Hit(best[1], at, best[2], _captures(best[3])), end
+        found = watch.finder.search(buf, at + 1)
+        if found is None:
+            clock.deferred = None
+            return None, end
+        at = found.start()
+        if not eos and found.group() not in watch.literal_set:
+            clock.deferred = None
+            return None, at  # a literal cut off by the buffer edge
 
 
 def _longest_at(delim: Delimiter, buf: str, at: int) -> int:
