@@ -544,7 +544,15 @@ class ResponseParser:
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()
-                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base)
+                before = ""
+                if self._history_len:  # for the lookbehinds of split delimiters
+                    history = self._history
+                    if len(history) > 1:
+                        history[:] = ["".join(history)]
+                    before = history[0]
+                window = self._state_start - base
+                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                       window if window >= 0 else None)
             else:
                 clock = self._clock
                 if clock is None:

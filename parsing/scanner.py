@@ -166,8 +166,9 @@ class WatchSet:
     # branch a sure failure, no lookbehind of unbounded reach, no \K, no search from an origin).
     start_ids: frozenset = frozenset()
     start_dies: frozenset = frozenset()
-    # Every delimiter is a literal list, a `parsing.shapes` pattern (not split), or a pattern that can match only at
-    # index 0 of the buffer (``^...``: its prefilter has `at_start` and no literal): `shape_step` can scan the state.
+    # Every delimiter is a literal list, a `parsing.shapes` pattern (or a split one whose variants are), or a pattern
+    # that can match only at index 0 of the buffer (``^...``: its prefilter has `at_start` and no literal):
+    # `shape_step` can scan the state.
     steps: bool = False
 
 
@@ -205,13 +206,15 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                frozenset(id(d) for d in delimiters if d.prefilter is not None and d.prefilter.at_start),
                                frozenset(id(d) for d in delimiters if _dies_at_start(d)),
                                prefilter is not None and all(
-                                   d.literals is not None or d.shape is not None or not d.prefilter.literals
-                                   for d in delimiters))
+                                   d.literals is not None or d.shape is not None or d.split_shapes is not None
+                                   or not d.prefilter.literals for d in delimiters))
     return sets
 
 
 def _dies_at_start(delim: Delimiter) -> bool:
     """Whether a failure of ``delim`` at index 0 (no complete and no partial match from a search there) is final."""
+    if delim.shape is not None:
+        return delim.prefilter is not None and delim.prefilter.at_start  # a shape's failure is final
     return (delim.prefilter is not None and delim.prefilter.at_start and delim.literals is None
             and delim.branches is not None and len(delim.branches) > 0
             and all(b.sure_failure for b in delim.branches) and delim.split is None and delim.lookbehind is not None
@@ -246,7 +249,8 @@ def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | N
     return Hit(best[1], at, best[2], {}), end
 
 
-def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, base: int) -> tuple[Hit | None, int]:
+def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, base: int, ctx: ParseContext,
+               before: str = "", window: int | None = None) -> tuple[Hit | None, int]:
     """`scan` for a state whose delimiters `WatchSet.steps` covers, given ``at``: the first position at or after the
     scan position where the state's finder found a whole literal (nothing before it), and (unless every ``^``-only
     delimiter failed there for good) not index 0 of the buffer.
@@ -255,13 +259,18 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
     (a literal by ``startswith``, a shape by `Shape.decide`; a ``^``-only pattern cannot match past index 0). One
     undecided there (a literal cut off by the buffer edge or a longer one that may still come, an undecided
     shape) holds from there; else the matches there compete (longest, then opens first, then field name); else
-    the next position. Same result as `scan`; an undecided shape is recorded in ``clock.deferred`` as `scan` does.
+    the next position. A split delimiter runs the shape of the variant its lookbehind selects there (`_variant`,
+    with ``before``, ``window`` and ``ctx`` as for `scan`). Same result as `scan`; an undecided shape is recorded
+    in ``clock.deferred`` as `scan` does.
     """
     end = len(buf)
     while True:
         best = None
         for delim in watch.delimiters:
             shape = delim.shape
+            if shape is None and delim.split_shapes is not None:
+                variant = _variant(delim, buf, at, base, before, ctx, clock, window)
+                shape = delim.split_shapes[0 if variant is delim.split[1] else 1]
             if shape is not None:
                 match = {} if shape.named else None
                 status, stop = shape.decide(buf, at, eos, match)
@@ -503,6 +512,9 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 status, stop = shape.decide(buf, start, eos, match)
                 if status != FAIL:
                     break
+                if start == 0 and not eos and start_dies is not None and id(delim) in start_dies \
+                        and type(clock) is ScanState:
+                    clock.dead_at_start.add(id(delim))  # a ^-shape failed at index 0: for good
                 start = prefilter.candidate(buf, start + 1)
                 if start == -1 or start > hold or best is not None and start > best[2]:
                     break

@@ -20,7 +20,7 @@ Forms (a pattern is a `Shape` only if every top-level alternative is one of them
 * or ending in a group ``P(?:A|B)``, read as the alternatives ``PA|PB`` (each then one of these forms).
 
 Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads), ``(?:a|b)`` (literals none of which is a prefix
-of another) and ``(?!a|b)`` (literals; not right after a run); no anchors, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
+of another) and ``(?!a|b)`` (literals; not right after a run); no anchor but ``^`` first in an alternative, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
 the ``regex`` module with the delimiter's own flags (its ``\\s`` is not `str.isspace`).
 """
 
@@ -39,6 +39,13 @@ _CLASS_ESCAPES = set("swd")
 MATCH, FAIL, UNDECIDED = 0, 1, 2
 # The pattern that never matches (`parsing.prefilter.split_leading_lookbehind`'s variant with no alternative left).
 NEVER = "(?!)"
+
+
+class _Start:
+    """``^`` first in an alternative (no MULTILINE flag is allowed): it matches at index 0 of the buffer only."""
+
+
+START = _Start()
 
 
 class _NotAShape(Exception):
@@ -129,7 +136,10 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
     i = at
     for item in items:
         kind = type(item)
-        if kind is str:
+        if item is START:
+            if i:
+                return FAIL, -1
+        elif kind is str:
             if buf.startswith(item, i):
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
@@ -349,6 +359,9 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
     """The items of one alternative (no ``|`` at its top level); ``named``: a run may be a named group."""
     items: list = []
     i = 0
+    if named and text.startswith("^"):
+        items.append(START)
+        i = 1
     while i < len(text):
         char = text[i]
         if char == "\\" and text[i + 1] not in _CLASS_ESCAPES:

@@ -27,7 +27,7 @@ def _literal(rng: random.Random) -> str:
 
 
 def _sequence(rng: random.Random) -> str:
-    parts = [_literal(rng)]
+    parts = ["^" if rng.random() < 0.1 else "", _literal(rng)]
     for _ in range(rng.randint(0, 2)):
         parts.append(rng.choice(RUNS))
         if rng.random() < 0.6:
@@ -83,6 +83,10 @@ def _pattern(rng: random.Random) -> str:
     (r"\w+(?!b)", False),  # a negative lookahead after a run
     (r"(?<=x)<a>", False),  # lookbehind
     (r"<a>\b", False),  # assertion
+    (r"^\s*(?:<think>|(?=</think>))", True),
+    (r"<a>|^", True),
+    (r"<a>^", False),  # ^ not first
+    (r"(?m)^<a>", False),
     (r"<a>[[:alpha:]]+", False),  # nested set
 ])
 def test_which_patterns_are_shapes(source, is_shape):
