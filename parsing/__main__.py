@@ -29,6 +29,8 @@ import os
 import sys
 from pathlib import Path
 
+from parsing.errors import json_error_text
+
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 
@@ -47,7 +49,7 @@ def _read_template(arg: str) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Unusable(f"template {path} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise _Unusable(f"template {path} is not JSON: {json_error_text(exc)}") from None
     if isinstance(data, dict) and "fields" not in data and "response_template" in data:
         data = data["response_template"]
         if data is None:
@@ -112,7 +114,7 @@ def _read_prefixes(arg: str) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise _Unusable(f"cannot read prefixes {arg}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise _Unusable(f"prefixes {arg} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise _Unusable(f"prefixes {arg} is not JSON: {json_error_text(exc)}") from None
     if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str)
                                                          for k, v in data.items()):
         raise _Unusable(f"prefixes {arg} must be a non-empty JSON object of name -> prompt text")

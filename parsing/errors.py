@@ -7,6 +7,8 @@ working; ours additionally says *where* the fault is, for an editor to point at.
 
 from __future__ import annotations
 
+import json
+
 
 class TemplateError(ValueError):
     """A response template that cannot be loaded.
@@ -118,3 +120,14 @@ class BudgetExceededError(TimeoutError):
         self.stage, self.position = stage, position
         self.args = (self._render(),)
         return self
+
+
+def json_error_text(exc: json.JSONDecodeError, line: int | None = None) -> str:
+    """A `json.JSONDecodeError` in words with its place: ``"Unterminated string starting at line 3, column 26"``,
+    ``"Expecting value at line 1, column 1"``. ``line``: the line number to report when the text decoded was one
+    line of a larger file (JSONL); default the error's own line."""
+    where = f"line {exc.lineno if line is None else line}, column {exc.colno}"
+    msg = exc.msg.rstrip(": ")
+    # json's own messages that already end in "at" ("Unterminated string starting at", "Invalid control character at")
+    return f"{msg} {where}" if msg.endswith(" at") else f"{msg} at {where}"
+

@@ -17,6 +17,7 @@ Element ids (for tests): ``doctor-lint-btn``/``doctor-lint``, ``doctor-checks-bt
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -225,6 +226,23 @@ def _tokenizer(ctx: Any, model_name: str) -> Any:
     return lm.tokenizer
 
 
+def load_uploaded_suite(file: Any) -> tuple[Any, str]:
+    """An uploaded ``.jsonl`` suite (a path, or an object with ``.name``, as Gradio's File gives): (the suite as
+    text for the editor box, a note). Faults name the file by its own name, not Gradio's upload folder (which a
+    public server hides as ``<path>``)."""
+    if file is None:
+        return gr.skip(), ""
+    try:
+        path = file if isinstance(file, str) else getattr(file, "name", file)
+        try:
+            cases = doctor_suites.load_suite(path)
+        except doctor_suites.SuiteFormatError as exc:
+            raise doctor_suites.SuiteFormatError(exc.message, exc.line, os.path.basename(str(path))) from None
+        return doctor_suites.dumps_suite(cases), _note(f"Loaded {len(cases)} case(s).", "pass")
+    except Exception as exc:  # noqa: BLE001
+        return gr.skip(), _problem(exc)
+
+
 def _problem(exc: BaseException) -> str:
     if isinstance(exc, parsing.TemplateError):
         return _note(exc.describe(), "error")
@@ -359,14 +377,7 @@ def build_doctor_panel(ctx: Any) -> None:
             return gr.skip(), _problem(exc)
 
     def do_upload(file):
-        if file is None:
-            return gr.skip(), ""
-        try:
-            path = file if isinstance(file, str) else getattr(file, "name", file)
-            cases = doctor_suites.load_suite(path)
-            return doctor_suites.dumps_suite(cases), _note(f"Loaded {len(cases)} case(s).", "pass")
-        except Exception as exc:  # noqa: BLE001
-            return gr.skip(), _problem(exc)
+        return load_uploaded_suite(file)
 
     def do_run_suite(tpl_text, suite_text, chunkings):
         try:

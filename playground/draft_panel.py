@@ -184,7 +184,7 @@ def draft_button() -> Any:
 
 def draft_layout(open_btn: Any) -> DraftParts:
     """The hidden panel the button opens. Call inside a Gradio layout block, below the button's row."""
-    with gr.Group(visible=False, elem_id="draft-panel") as panel:
+    with gr.Column(visible=False, elem_id="draft-panel", variant="panel") as panel:
         gr.Markdown("**Draft a response template from the chat template.** The chat template is rendered with "
                     "conversations that differ in one respect; each marker in the draft is a difference between "
                     "two renderings, shown below. The editor is not changed until you use the draft.")

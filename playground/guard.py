@@ -275,12 +275,24 @@ def message_for(exc: BaseException) -> str:
     return scrub_paths(text) if _LIMITS.public else text
 
 
+def _json_type(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words (for a caller who sent the wrong one)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
+
+
 def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any],
              sizes: tuple[tuple[int, str, str], ...] = ()) -> Callable:
     def check_sizes(args):
         for i, what, limit_name in sizes:
-            if i < len(args) and isinstance(args[i], str):
-                _LIMITS.check_size(what, args[i], limit_name)
+            if i >= len(args) or args[i] is None:
+                continue
+            if not isinstance(args[i], str):  # an API call can send any JSON value (gr.Code passes it on as is)
+                raise ValueError(f"{what} must be text (a string), not {_json_type(args[i])}.")
+            _LIMITS.check_size(what, args[i], limit_name)
 
     def failure(exc: BaseException):
         import gradio as gr

@@ -15,8 +15,10 @@ from dataclasses import dataclass, replace
 
 import parsing
 
-LOCAL_HINT = ("To run it without limits, start the playground on your own machine (`python app.py`: no "
-              "per-request limit there) or call `parsing.parse_response(text, template, prefix=...)` in Python.")
+SERVER_HINT = "start the playground on your own machine (`python app.py`: no per-request limit there)"
+# for what parses (a paste, a replay, a re-parse): the library call does the same
+LOCAL_HINT = (f"To run it without limits, {SERVER_HINT} or call `parsing.parse_response(text, template, prefix=...)` "
+              f"in Python.")
 
 
 def on_space() -> bool:
@@ -161,24 +163,28 @@ def cut_message(budget: float | None, reached: int, total: int) -> str:
 
 # ---------------------------------------------------------------- command line
 
-_FLAGS = {  # flag -> (Limits field, type, help)
-    "--request-budget": ("request_budget", float, "seconds of parse/replay/doctor work per request (0: none)"),
-    "--reference-budget": ("reference_budget", float, "seconds the side-by-side transformers check may run"),
-    "--regex-timeout": ("regex_timeout", float, "seconds one template regex call may run (0: no limit)"),
-    "--max-paste-chars": ("max_paste_chars", int, "largest paste, in characters (0: no limit)"),
-    "--max-prefix-chars": ("max_prefix_chars", int, "largest prompt prefix (0: no limit)"),
-    "--max-template-chars": ("max_template_chars", int, "largest template JSON (0: the engine's 1,000,000)"),
-    "--max-tools-chars": ("max_tools_chars", int, "largest tools JSON (0: no limit)"),
-    "--max-history-chars": ("max_history_chars", int, "largest chat conversation (0: no limit)"),
-    "--session-ttl": ("session_ttl", float, "seconds a session's state is kept after its last request"),
-    "--sessions-memory-mb": ("sessions_memory_mb", int, "memory all sessions' runs may hold (0: no limit)"),
-    "--workers": ("workers", int, "worker processes for the transformers check"),
-    "--max-sessions": ("max_sessions", int, "sessions whose state is kept at most"),
-    "--max-loaded-models": ("max_loaded_models", int, "models loaded at once (0: no limit)"),
-    "--max-request-mb": ("max_request_bytes", float, "largest HTTP request body in MB (0: no limit)"),
-    "--max-queue": ("max_queue", int, "jobs waiting in the queue at most; more are refused (0: no limit)"),
-    "--max-new-tokens": ("max_new_tokens", int, "the most tokens one chat turn may generate"),
-    "--max-jobs-per-client": ("max_jobs_per_client", int,
+_FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help)
+    "--request-budget": ("request_budget", float, "SECONDS",
+                         "seconds of parse/replay/doctor work per request (0: none)"),
+    "--reference-budget": ("reference_budget", float, "SECONDS",
+                           "seconds the side-by-side transformers check may run"),
+    "--regex-timeout": ("regex_timeout", float, "SECONDS", "seconds one template regex call may run (0: no limit)"),
+    "--max-paste-chars": ("max_paste_chars", int, "CHARS", "largest paste, in characters (0: no limit)"),
+    "--max-prefix-chars": ("max_prefix_chars", int, "CHARS", "largest prompt prefix (0: no limit)"),
+    "--max-template-chars": ("max_template_chars", int, "CHARS",
+                             "largest template JSON (0: the engine's 1,000,000)"),
+    "--max-tools-chars": ("max_tools_chars", int, "CHARS", "largest tools JSON (0: no limit)"),
+    "--max-history-chars": ("max_history_chars", int, "CHARS", "largest chat conversation (0: no limit)"),
+    "--session-ttl": ("session_ttl", float, "SECONDS",
+                      "seconds a session's state is kept after its last request"),
+    "--sessions-memory-mb": ("sessions_memory_mb", int, "MB", "memory all sessions' runs may hold (0: no limit)"),
+    "--workers": ("workers", int, "N", "worker processes for the transformers check"),
+    "--max-sessions": ("max_sessions", int, "N", "sessions whose state is kept at most"),
+    "--max-loaded-models": ("max_loaded_models", int, "N", "models loaded at once (0: no limit)"),
+    "--max-request-mb": ("max_request_bytes", float, "MB", "largest HTTP request body in MB (0: no limit)"),
+    "--max-queue": ("max_queue", int, "JOBS", "jobs waiting in the queue at most; more are refused (0: no limit)"),
+    "--max-new-tokens": ("max_new_tokens", int, "TOKENS", "the most tokens one chat turn may generate"),
+    "--max-jobs-per-client": ("max_jobs_per_client", int, "JOBS",
                               "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
 }
 
@@ -196,8 +202,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="anyone can reach this server: time and size limits, model allow-list, no paths shown")
     mode.add_argument("--private", dest="public", action="store_false",
                       help="a private machine: no per-request limits, any model")
-    for flag, (_name, kind, text) in _FLAGS.items():
-        group.add_argument(flag, type=kind, default=None, help=text, metavar="SECONDS" if kind is float else "N")
+    for flag, (_name, kind, unit, text) in _FLAGS.items():
+        group.add_argument(flag, type=kind, default=None, help=text, metavar=unit)
     group.add_argument("--allowed-models", nargs="+", default=None, metavar="MODEL",
                        help="hub ids, folders or NAME=FOLDER the model box may load (public default: the default "
                             "model and a short curated list)")
@@ -217,7 +223,7 @@ def from_arguments(args: argparse.Namespace, default_model: str) -> tuple[Limits
     public = on_space() if args.public is None else args.public
     base = Limits.public_space() if public else Limits.private()
     changes = {}
-    for flag, (name, _kind, _text) in _FLAGS.items():
+    for flag, (name, _kind, _unit, _text) in _FLAGS.items():
         value = getattr(args, flag[2:].replace("-", "_"), None)
         if value is None:
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import guard, reference
-from .limits import LOCAL_HINT
+from .limits import SERVER_HINT
 from .workers import WorkerFailed, WorkerTimeout
 
 UNLIMITED_S = 3600.0  # a private machine's "no budget": still a deadline, so nothing runs forever
@@ -59,6 +59,20 @@ def probe_job(template_text: str, prefixes: dict | None) -> Any:
     return probe(template_text, prefixes=prefixes)
 
 
+def cut_text(what: str, local: str, budget: float | None = None, reason: str = "") -> str:
+    """Why a Doctor/draft job was stopped (``budget`` seconds and the worker's ``reason``: "busy", "cancelled",
+    else its time ran out; no budget: its worker ran out of memory) and how to run the same without limits: the
+    ``local`` command, or the playground on one's own machine. (Not the library's parse call: these jobs are not
+    a parse.)"""
+    if budget is None:
+        why = f"{what} ran out of memory in its worker."
+    else:
+        cause = {"busy": "every worker stayed busy", "cancelled": "the page was closed"}.get(
+            reason, "it ran past this server's time limit per request")
+        why = f"{what} stopped after {budget:g} s: {cause}."
+    return f"{why} To run it without limits, use `{local}` or {SERVER_HINT}."
+
+
 def bounded(job: Callable, *args: Any, what: str, local: str) -> Any:
     """Run ``job(*args)`` in a worker under the request's time budget.
 
@@ -75,12 +89,9 @@ def bounded(job: Callable, *args: Any, what: str, local: str) -> Any:
     try:
         return reference.pool().call(job, *args, timeout=budget, cancel=guard.cancel_event())
     except WorkerTimeout as e:
-        why = {"busy": "every worker stayed busy", "cancelled": "the page was closed"}.get(
-            e.reason, "it ran past this server's time limit per request")
-        raise Cut(f"{what} stopped after {budget:g} s: {why}. Locally, without limits: {local}. "
-                  f"{LOCAL_HINT}") from None
+        raise Cut(cut_text(what, local, budget, e.reason)) from None
     except WorkerFailed as e:
         if e.type_name == "WorkerDied":
-            raise Cut(f"{what} ran out of memory in its worker. Locally, without limits: {local}.") from None
+            raise Cut(cut_text(what, local)) from None
         raise ValueError(f"{e.type_name}: {e.message}" if e.type_name not in ("ValueError", "TemplateError")
                          else e.message) from None

@@ -58,7 +58,7 @@ def _badge(status: str) -> str:
             f'padding:1px 6px;border-radius:4px;font-weight:600;font-size:0.85em">{label}</span>')
 
 
-_CELL = 'style="border-top:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left"'
+_CELL = 'style="border-top:1px solid var(--border-color-primary);padding:4px 6px;vertical-align:top;text-align:left"'
 
 
 def probe_html(report: ProbeReport) -> str:
@@ -68,16 +68,17 @@ def probe_html(report: ProbeReport) -> str:
     head = _badge("pass" if report.passed else "fail") + f" <b>{escape(report.summary())}</b>"
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     rows = []
+    skipped = any(c.status == "n/a" for c in report.classes)  # a "why not run" column only when one was not run
     for c in report.classes:
         passed = sum(r.status == "pass" for r in c.results)
         count = f"{passed}/{len(c.results)}" if c.results else "—"
-        why = escape(c.reason) if c.status == "n/a" else ""
+        why = f"<td {_CELL}>{escape(c.reason) if c.status == 'n/a' else ''}</td>" if skipped else ""
         rows.append(f"<tr class='probe-class' data-class='{escape(c.cls)}'><td {_CELL}><b>{escape(c.cls)}</b></td>"
                     f"<td {_CELL}>{escape(c.title)}</td><td {_CELL}>{_badge(c.status)}</td><td {_CELL}>{count}</td>"
-                    f"<td {_CELL}>{why}</td></tr>")
+                    f"{why}</tr>")
     table = ("<table class='probe-classes' style='border-collapse:collapse;width:100%;font-size:0.9em'>"
              f"<tr><th {_CELL}>class</th><th {_CELL}>what</th><th {_CELL}>result</th><th {_CELL}>probes</th>"
-             f"<th {_CELL}></th></tr>{''.join(rows)}</table>")
+             f"{f'<th {_CELL}>why not run</th>' if skipped else ''}</tr>{''.join(rows)}</table>")
     details = []
     for r in report.results:
         if r.status == "pass":

@@ -153,12 +153,21 @@ def _open_at_end(template: Any, outcome: Outcome) -> list[Finding]:
         implicit = name == template.implicit
         out.append(Finding(
             "open-at-end", name,
-            f"'{name}' was still open at the end of the stream: its close {spec.close.source!r} never came"
+            f"'{name}' was still open at the end of the stream: its close {_as_written(spec.close)} never came"
             + (" (a stop token that is stripped from the text?)" if implicit else " (output cut short?)") + ".",
             {"body": body, "close": spec.close.source, "start": start},
             severity="info" if implicit else "warning",
         ))
     return out
+
+
+def _as_written(delim: Any) -> str:
+    """A delimiter as the template wrote it, for messages: a literal as the text it is (``'<|im_end|>X'``, several
+    joined by "or"), a regex as ``pattern `...` `` as written, backslashes single (a literal's `source` is its
+    regex-escaped alternation)."""
+    if delim.literals is not None:
+        return " or ".join(repr(lit) for lit in delim.literals)
+    return f"pattern `{delim.source}`"
 
 
 def _zero_width_close_at(close: Any, text: str, pos: int) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import json_error_text
 from ..streams import boundaries, chunkings, parse_stream
 from ..template import load_template
 from .diff import DiffEntry, diff_values, format_diff
@@ -151,7 +152,7 @@ def loads_suite(text: str, source: str | None = None) -> list[Case]:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise SuiteFormatError(f"not valid JSON ({exc.msg} at column {exc.colno})", number, source) from None
+            raise SuiteFormatError(f"not valid JSON: {json_error_text(exc, number)}", number, source) from None
         cases.append(parse_case(obj, number, source))
     return cases
 

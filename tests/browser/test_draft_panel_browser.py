@@ -40,6 +40,10 @@ def test_draft_shows_evidence_then_replaces_the_editor(browser, app_url, scheme)
     page.click("#draft-open")
     page.wait_for_selector("#draft-panel", state="visible", timeout=15000)
     page.wait_for_function("document.querySelector('#draft-note').innerText.includes('Press Draft')", timeout=60000)
+    # ids stay unique once the panel shows (a gr.Group drew a second #draft-panel inside the first)
+    dup = page.evaluate("() => { const n = {}; for (const e of document.querySelectorAll('[id]')) if (e.id)"
+                        " n[e.id] = (n[e.id] || 0) + 1; return Object.keys(n).filter(k => n[k] > 1); }")
+    assert dup == [], dup
     assert "im_start" in page.inner_text("#draft-chat-template")
 
     page.click("#draft-run")

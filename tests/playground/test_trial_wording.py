@@ -1,0 +1,100 @@
+"""Messages a fresh-user trial found wrong or unhelpful: each says what is wrong, where, in the user's terms."""
+
+import json
+import re
+
+import pytest
+
+from parsing.doctor import suites
+from parsing.doctor.checks import run_checks
+from parsing.errors import json_error_text
+from playground import doctor_panel, guard, offload, probe_panel, ui, views
+from playground.limits import Limits
+from playground.session import SKELETON_TEMPLATE, template_to_text
+from playground.state import Session
+
+TPL = template_to_text(SKELETON_TEMPLATE)
+
+
+def test_a_suite_line_that_is_not_json_names_its_line_and_column_once():
+    good = json.dumps({"prefix": "", "output": "x", "expected": {"role": "assistant"}})
+    with pytest.raises(suites.SuiteFormatError) as e:
+        suites.loads_suite("\n".join([good, good, '{"prefix": "", "output": "unterminated']))
+    text = str(e.value)
+    assert text == "3: not valid JSON: Unterminated string starting at line 3, column 26", text
+    # every json message reads as a sentence with its place, never "at at"
+    for bad in ('{"a": "x', "", '{"a" 1}', "[1] 2", '"a\tb"'):
+        with pytest.raises(json.JSONDecodeError) as e:
+            json.loads(bad)
+        said = json_error_text(e.value, 7)
+        assert " at at " not in said and re.search(r" at line 7, column \d+$", said), said
+
+
+@pytest.mark.parametrize("public", [False, True])
+def test_an_uploaded_suite_that_is_not_text_is_named_by_its_file_name(tmp_path, public):
+    path = tmp_path / "bin.jsonl"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    before = guard.limits()
+    guard.configure(Limits.public_space() if public else Limits.private())
+    try:
+        _, note = doctor_panel.load_uploaded_suite(str(path))
+    finally:
+        guard.configure(before)
+    assert "bin.jsonl: not UTF-8 text" in note and "<path>" not in note and str(tmp_path) not in note, note
+
+
+def test_a_stopped_doctor_or_draft_job_points_at_its_own_command_not_at_parse_response():
+    local = "python -m parsing draft CHAT_TEMPLATE.jinja --report"
+    for text in (offload.cut_text("The draft", local, 4.0, "timeout"), offload.cut_text("The draft", local)):
+        assert local in text and "parse_response" not in text and "python app.py" in text, text
+    assert "stopped after 4 s" in offload.cut_text("The draft", local, 4.0, "timeout")
+    assert "ran out of memory" in offload.cut_text("The draft", local)
+
+
+def test_the_run_checks_show_a_literal_close_as_the_text_it_is():
+    tpl = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n",
+           "fields": {"content": {"close": "<|im_end|>X", "repeats": True, "join": ""}}}
+    found = [f.message for f in run_checks(tpl, "<|im_start|>assistant\n", "Hi<|im_end|>").findings]
+    assert any("its close '<|im_end|>X' never came" in m for m in found), found
+    assert not any("\\|" in m for m in found), found
+    tpl["fields"]["content"] = {"close_pattern": r"<\|im_end\|>X\b"}
+    found = [f.message for f in run_checks(tpl, "<|im_start|>assistant\n", "Hi<|im_end|>").findings]
+    assert any(r"its close pattern `<\|im_end\|>X\b` never came" in m for m in found), found
+
+
+def test_an_api_call_with_a_template_that_is_not_text_says_which_input(tiny_model_dir):
+    demo = ui.build_ui(tiny_model_dir)
+    paste_parse = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "paste_parse")
+    for value, kind in ((5, "a number"), ([1, 2], "a list"), ({"a": 1}, "an object"), (True, "a boolean")):
+        out = dict(zip([*views.NAMES, "session"], paste_parse(Session(TPL), "Hi<|im_end|>", "", "", value)))
+        status = out["status"]
+        assert f"The template must be text (a string), not {kind}." in status, status
+        assert "TypeError" not in status and "len()" not in status
+
+
+def test_help_gives_every_limit_flag_its_unit(capsys):
+    import app
+
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, unit in (("--max-request-mb", "MB"), ("--sessions-memory-mb", "MB"), ("--request-budget", "SECONDS"),
+                       ("--max-paste-chars", "CHARS"), ("--max-new-tokens", "TOKENS"), ("--max-queue", "JOBS")):
+        assert f"{flag} {unit}" in text, (flag, unit)
+    assert "--max-request-mb SECONDS" not in text
+
+
+def test_the_probe_table_has_no_empty_column():
+    from parsing.doctor.probe import probe
+
+    plain = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n",
+             "fields": {"content": {"close": "<|im_end|>"}}}
+    calls = json.loads(TPL)
+    for tpl, skipped in ((calls, False), (plain, True)):
+        html = probe_panel.probe_html(probe(tpl))
+        table = html[html.index("<table class='probe-classes'"):html.index("</table>")]
+        heads = re.findall(r"<th[^>]*>(.*?)</th>", table)
+        assert all(h.strip() for h in heads), heads
+        assert ("why not run" in heads) == skipped, heads
+        for row in re.findall(r"<tr class='probe-class'.*?</tr>", table):
+            assert len(re.findall(r"<td", row)) == len(heads), row
