@@ -22,8 +22,8 @@ Each family lives in ``examples/families/<name>/``:
   "tools": true, "kwargs": {...}, "chat_template": "chat_template.jinja"}}}`` (``tools: true``
   means the family's tool list; ``chat_template`` defaults to ``chat_template.jinja``).
 
-The formats follow ``../shared/notes/formats.md`` (which cites the serving engines' parsers:
-vLLM, SGLang, llama.cpp, openai-harmony). Expected messages were written by hand from those
+The formats follow what the serving engines' parsers read (vLLM, SGLang, llama.cpp, openai-harmony;
+each family's ``NOTES.md`` names its sources). Expected messages were written by hand from those
 format descriptions; they are never produced by a parser.
 
 Only the standard library is imported here; nothing in this module needs ``parsing`` or
@@ -54,7 +54,7 @@ __all__ = [
 FAMILIES_DIR = Path(__file__).resolve().parent / "families"
 
 # The tags a transcript's ``covers`` list may use. The first five are the kinds every family
-# gets (where they apply); the rest are the pitfalls of ../shared/notes/formats.md.
+# gets (where they apply); the rest are the pitfalls real outputs show (examples/README.md, covers tags).
 COVER_TAGS = frozenset(
     {
         "plain",

@@ -2,7 +2,7 @@
 
 A template is validated once and compiled into a `CompiledTemplate` that every
 parser reuses. The accepted language is exactly transformers 5.23's (see
-``shared/spec/response-templates.md``, section 2): whatever the reference
+``docs/template-language.md``, "Template keys"): whatever the reference
 rejects we reject, whatever it accepts we accept. Our errors are
 `TemplateError` (a ``ValueError``) carrying the JSON path of the fault and, for
 a regex, the position in the pattern; where the reference raises ``TypeError``
