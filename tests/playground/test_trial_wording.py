@@ -70,6 +70,10 @@ def test_an_api_call_with_a_template_that_is_not_text_says_which_input(tiny_mode
         status = out["status"]
         assert f"The template must be text (a string), not {kind}." in status, status
         assert "TypeError" not in status and "len()" not in status
+    # the trial's call: {"data": [{"a": 1}, ["x"], 5, None]} (Gradio's Textbox turns the first two into text; the
+    # tools box, a code editor, passes the number on)
+    out = dict(zip([*views.NAMES, "session"], paste_parse(Session(TPL), "{'a': 1}", "['x']", 5, None)))
+    assert "The tools JSON must be text (a string), not a number." in out["status"], out["status"]
 
 
 def test_help_gives_every_limit_flag_its_unit(capsys):
