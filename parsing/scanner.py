@@ -533,10 +533,11 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     waiting = getattr(clock, "waiting", None)
                     waits = waiting.get(id(delim)) if waiting else None
                     if (delim.suffixes is not None and end - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
+                            and _may_match_at(delim, buf, at, base, before, ctx, clock, window)
                             or waits is not None and waits[0] == at + base
                             and (waits[1] is None or end + base < waits[1])):
-                        # A match from here must end with a suffix that has not arrived; or a complete match here
-                        # is one that only the end of the stream decides.
+                        # A match from here must end with a suffix that has not arrived (and one may still start
+                        # here); or a complete match here is one that only the end of the stream decides.
                         hold = min(hold, at)
                         if deferred is None or at < deferred[0]:
                             deferred = (at, delim, None)
@@ -668,6 +669,19 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
                 first_partial = m
         p = prefilter.candidate(buf, p + 1)
     return first_partial
+
+
+def _may_match_at(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext,
+                  clock: SearchClock, window: int | None) -> bool:
+    """Whether a match of ``delim`` may still start at ``at`` (a complete or partial match there), before the text
+    from ``at`` is held waiting for a suffix: ``<|channel|>analysis<|message|>`` starts a candidate of
+    ``<|channel|>analysis to=functions...`` that already fails, and holding it until a later suffix arrives would
+    hold the whole reasoning. An edge-blind pattern (`Delimiter.edge_blind`) is not asked: its partial matching
+    cannot see past the edge."""
+    if delim.edge_blind:
+        return True
+    pattern = _variant(delim, buf, at, base, before, ctx, clock, window) if delim.split is not None else None
+    return clock.run(delim, "match", buf, at, ctx, partial=True, pattern=pattern) is not None
 
 
 def _suffix_after(delim: Delimiter, buf: str, at: int) -> bool:
