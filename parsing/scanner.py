@@ -57,7 +57,7 @@ from typing import Iterable
 
 from .budget import ParseContext, SearchClock, as_context
 from .prefilter import Prefilter, make_prefilter
-from .shapes import FAIL, MATCH, UNDECIDED, Shape
+from .shapes import FAIL, MATCH, UNDECIDED, Shape, cut_off
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -282,7 +282,7 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
             elif delim.literals is not None:
                 stop = _longest_at(delim, buf, at)
                 if not eos and (stop == end and delim.can_extend
-                                or end - at < delim.max_width and _cut_off(delim.literals, buf, at)):
+                                or end - at < delim.max_width and cut_off(delim.literals, buf, at)):
                     clock.deferred = None
                     return None, at
                 if stop == -1:
@@ -311,12 +311,6 @@ def _longest_at(delim: Delimiter, buf: str, at: int) -> int:
         if buf.startswith(lit, at):
             return at + len(lit)
     return -1
-
-
-def _cut_off(literals: tuple[str, ...], buf: str, at: int) -> bool:
-    """Whether ``buf[at:]`` is a proper prefix of one of ``literals`` (the buffer ends inside it)."""
-    rest = len(buf) - at
-    return any(len(lit) > rest and buf.startswith(lit[:rest], at) for lit in literals)
 
 
 def _literal_search(delim: Delimiter, buf: str, pos: int) -> tuple[int, int]:
@@ -495,7 +489,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 # off, if a longer literal could still start there, or if one literal of the list extends another.
                 stop = _longest_at(delim, buf, at)
                 if stop == -1 or (stop == end and delim.can_extend) or (
-                        end - at < delim.max_width and _cut_off(delim.literals, buf, at)):
+                        end - at < delim.max_width and cut_off(delim.literals, buf, at)):
                     hold = min(hold, at)
                     continue
                 start = at

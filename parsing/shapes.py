@@ -159,23 +159,23 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     i += len(literal)
                     break
             else:
-                if not eos and end - i < item.longest and _cut_off(item.literals, buf, i):
+                if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
                     return UNDECIDED, -1
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):
                 return FAIL, -1
-            if not eos and end - i < item.longest and _cut_off(item.literals, buf, i):
+            if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
                 return UNDECIDED, -1
     if consuming and i == end and not eos and type(items[-1]) is _Run:
         return UNDECIDED, -1  # the closing run may take more characters
     return MATCH, i
 
 
-def _cut_off(literals: tuple[str, ...], buf: str, i: int) -> bool:
-    """Whether ``buf[i:]`` is a proper prefix of one of ``literals``."""
-    rest = buf[i:]
-    return any(len(lit) > len(rest) and lit.startswith(rest) for lit in literals)
+def cut_off(literals: tuple[str, ...], buf: str, at: int) -> bool:
+    """Whether ``buf[at:]`` is a proper prefix of one of ``literals`` (the buffer ends inside it)."""
+    rest = len(buf) - at
+    return any(len(lit) > rest and buf.startswith(lit[:rest], at) for lit in literals)
 
 
 def shape_of(source: str, flags: int) -> Shape | None:
@@ -214,68 +214,55 @@ def _expanded(alternative: str) -> list[str]:
     return [alternative]
 
 
-def _last_group(alternative: str) -> int:
-    """Index of the last ``(`` at the top level of ``alternative`` (outside sets and escapes), or -1."""
-    last, depth, i = -1, 0, 0
-    while i < len(alternative):
-        char = alternative[i]
+def _structure(text: str, start: int = 0, stop: int | None = None):
+    """``(index, char, depth)`` for each ``(``, ``)`` and ``|`` of ``text[start:stop]`` outside escapes and sets;
+    ``depth``: the groups open around it (a group's parentheses get the depth outside it)."""
+    stop = len(text) if stop is None else stop
+    depth, i = 0, start
+    while i < stop:
+        char = text[i]
         if char == "\\":
             i += 2
             continue
         if char == "[":
-            i = _class_end(alternative, i)
+            i = _class_end(text, i)
             continue
         if char == "(":
-            if depth == 0:
-                last = i
+            yield i, char, depth
             depth += 1
         elif char == ")":
             depth -= 1
+            yield i, char, depth
+        elif char == "|":
+            yield i, char, depth
         i += 1
-    return last
+
+
+def _last_group(alternative: str) -> int:
+    """Index of the last ``(`` at the top level of ``alternative``, or -1."""
+    return max((i for i, char, depth in _structure(alternative) if char == "(" and depth == 0), default=-1)
+
+
+def _group_end(text: str, i: int) -> int:
+    """Index of the ``)`` closing the group that opens at ``text[i] == "("``."""
+    for j, char, depth in _structure(text, i):
+        if char == ")" and depth == 0:
+            return j
+    raise _NotAShape("unbalanced")
 
 
 def _closing(alternative: str) -> bool:
-    """Whether the ``(?=`` that starts ``alternative`` closes at its last character (a whole-branch lookahead)."""
-    depth = 0
-    i = 0
-    while i < len(alternative):
-        char = alternative[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(alternative, i)
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i == len(alternative) - 1
-        i += 1
-    raise _NotAShape("unbalanced")
+    """Whether the group that starts ``alternative`` closes at its last character (the whole alternative)."""
+    return _group_end(alternative, 0) == len(alternative) - 1
 
 
 def _split(source: str, start: int, stop: int) -> list[str]:
     """``source[start:stop]`` cut at its top-level ``|`` (inside no group or set)."""
-    parts, depth, i, begin = [], 0, start, start
-    while i < stop:
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(source, i)
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
+    parts, begin = [], start
+    for i, char, depth in _structure(source, start, stop):
+        if char == "|" and depth == 0:
             parts.append(source[begin:i])
             begin = i + 1
-        i += 1
     parts.append(source[begin:stop])
     return parts
 
@@ -298,26 +285,6 @@ def _class_end(source: str, i: int) -> int:
             raise _NotAShape("set operation")
         j += 1
     return j + 1
-
-
-def _group_end(text: str, i: int) -> int:
-    """Index of the ``)`` closing the group that opens at ``text[i] == "("``."""
-    depth = 0
-    while True:
-        char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(text, i)
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
 
 
 def _class(text: str, i: int) -> tuple[str, int] | None:
