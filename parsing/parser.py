@@ -351,7 +351,7 @@ class ResponseParser:
                     # needs has not arrived, or a complete match waits for its lookahead's text): `_process`
                     # would hold there again, whatever the other delimiters do.
                     clock = self._clock
-                    if clock is not None and clock.deferred is not None and clock.still_deferred(buf, pos, self._base):
+                    if clock is not None and clock.deferred is not None and clock.still_deferred(buf, pos, self._base, self._ctx):
                         return events
                     self._process(events, False, first=found)  # what `_process` would search and check first
                     return events
@@ -530,7 +530,7 @@ class ResponseParser:
                 held = found is not None and not eos and not as_reference and (
                     found.group() not in watch.literal_set
                     or self._clock is not None and self._clock.deferred is not None
-                    and self._clock.still_deferred(buf, found.start(), base))
+                    and self._clock.still_deferred(buf, found.start(), base, ctx))
             if settled and found is None:
                 hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
             elif held:

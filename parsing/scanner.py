@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .budget import ParseContext, SearchClock, as_context
+from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
 from .prefilter import Prefilter, make_prefilter
 from .shapes import FAIL, MATCH, UNDECIDED, Shape, cut_off
 from .template import CompiledTemplate, Delimiter
@@ -65,6 +65,10 @@ OPEN_FIRST = {"open": 0, "close": 1}
 # has arrived, for at most this many characters past its start; past that, its regex runs on every scan, so a
 # partial match that died is let go within that many characters.
 WAIT_CHARS = 256
+# While such a partial match is left alone, its regex runs again (one anchored partial match) once the buffer has
+# grown this much since it last ran: a candidate that the text has ruled out stops holding within about this many
+# characters (however the text was cut into chunks), at one regex call per this many characters.
+RECHECK_CHARS = 16
 
 
 class ScanState(SearchClock):
@@ -75,7 +79,7 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "lookbehinds", "dead_at_start")
+    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start")
 
     def __init__(self) -> None:
         super().__init__()
@@ -88,6 +92,8 @@ class ScanState(SearchClock):
         # missing, or a match waiting for the end of the stream; shape None), or from a `parsing.shapes` delimiter
         # whose shape was undecided there (the shape it runs there): `still_deferred` re-checks just that.
         self.deferred: tuple[int, Delimiter, Shape | None] | None = None
+        # The stream offset the buffer ended at when the deferred delimiter's regex last ran (`still_deferred`).
+        self.checked = 0
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
         self.dead_at_start: set[int] = set()
@@ -103,10 +109,12 @@ class ScanState(SearchClock):
             self.dead_at_start.clear()
         self.deferred = None
 
-    def still_deferred(self, buf: str, at: int, base: int = 0) -> bool:
+    def still_deferred(self, buf: str, at: int, base: int = 0, ctx: ParseContext = NO_LIMITS) -> bool:
         """Whether a scan of ``buf`` (stream offset ``base`` at index 0; unconsumed text from ``at``, no candidate
         before it) would hold from ``at`` again for the reason the last one did: then it holds from there,
-        whatever the other delimiters do."""
+        whatever the other delimiters do. A match waiting for its suffix is asked again whether it can still
+        start at ``at`` every `RECHECK_CHARS` characters (under ``ctx``'s limits); in between, holding on is only a
+        delay."""
         deferred = self.deferred
         if deferred is None or deferred[0] != at + base:
             return False
@@ -116,7 +124,12 @@ class ScanState(SearchClock):
         waits = self.waiting.get(id(delim))
         if waits is not None and waits[0] == at + base:
             return waits[1] is None or len(buf) + base < waits[1]
-        return len(buf) - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
+        if len(buf) - at > WAIT_CHARS or _suffix_after(delim, buf, at):
+            return False
+        if len(buf) + base - self.checked >= RECHECK_CHARS and delim.split is None and not delim.edge_blind:
+            self.checked = len(buf) + base
+            return self.run(delim, "match", buf, at, ctx, partial=True) is not None
+        return True
 
 
 @dataclass(slots=True)
@@ -604,6 +617,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
             hold = min(hold, *kept_text)
         if isinstance(clock, ScanState):
             clock.deferred = (hold + base, *deferred[1:]) if deferred is not None and deferred[0] == hold else None
+            clock.checked = end + base  # a suffix-waiting deferral was just asked (`_may_match_at`)
         return None, hold
     _, delim, start, stop, match = best
     return Hit(delim, start, stop, _captures(match)), hold
