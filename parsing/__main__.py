@@ -39,9 +39,29 @@ class _Unusable(Exception):
 
 
 def _read_template(arg: str) -> dict:
+    """The template dict a TEMPLATE argument names; raises _Unusable with the reason.
+
+    A folder, or a file named ``tokenizer_config.json``, is a saved tokenizer: its template is the config's
+    ``response_template`` key, read by `parsing.hf.load_template_from_pretrained` (never the config itself).
+    """
+    from parsing.hf import load_template_from_pretrained
+
     path = Path(arg)
-    if path.is_dir():
-        path = path / "tokenizer_config.json"
+    if path.is_dir() or path.name == "tokenizer_config.json":
+        folder = path if path.is_dir() else path.parent
+        config = folder / "tokenizer_config.json"
+        try:
+            data = load_template_from_pretrained(folder)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _Unusable(f"cannot read template {config}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise _Unusable(f"template {config} is not JSON: {json_error_text(exc)}") from None
+        except ValueError as exc:
+            raise _Unusable(f"{config}: {exc}") from None
+        if data is None:
+            raise _Unusable(f"tokenizer_config.json in {folder} has no response_template (save one with "
+                            "parsing.hf.save_template_to_tokenizer, or pass the template's own .json file)")
+        return data
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -51,7 +71,7 @@ def _read_template(arg: str) -> dict:
     except json.JSONDecodeError as exc:
         raise _Unusable(f"template {path} is not JSON: {json_error_text(exc)}") from None
     if isinstance(data, dict) and "fields" not in data and "response_template" in data:
-        data = data["response_template"]
+        data = data["response_template"]  # a tokenizer config saved under another name
         if data is None:
             raise _Unusable(f"{path} has no response_template")
     return data

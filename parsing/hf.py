@@ -190,13 +190,19 @@ def _drop_loading_keys(directory: str | os.PathLike) -> None:
 
 
 def load_template_from_pretrained(directory: str | os.PathLike) -> dict | None:
-    """Read ``response_template`` from a saved tokenizer's ``tokenizer_config.json`` (None when absent).
+    """Read ``response_template`` from a saved tokenizer's ``tokenizer_config.json`` (None when absent or null).
 
-    Reads the JSON file directly, so it needs neither transformers nor the tokenizer's vocabulary.
+    Reads the JSON file directly, so it needs neither transformers nor the tokenizer's vocabulary. The one reader
+    of a tokenizer folder's template (the CLI's ``TEMPLATE`` argument uses it too).
 
     Raises:
         OSError: the folder has no readable ``tokenizer_config.json``.
+        UnicodeDecodeError: the file is not UTF-8.
         json.JSONDecodeError: the file is not JSON.
+        ValueError: the file is JSON but not an object (a tokenizer config is one).
     """
     with open(os.path.join(directory, "tokenizer_config.json"), encoding="utf-8") as fh:
-        return json.load(fh).get("response_template")
+        config = json.load(fh)
+    if not isinstance(config, dict):
+        raise ValueError(f"tokenizer_config.json must be a JSON object, got {type(config).__name__}")
+    return config.get("response_template")

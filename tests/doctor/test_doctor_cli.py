@@ -73,6 +73,25 @@ def test_template_from_tokenizer_config_folder(files, tmp_path):
     assert rc == 0, out + err
 
 
+@pytest.mark.parametrize("config", [{"eos_token": "<|im_end|>", "chat_template": "{{ x }}"}, {},
+                                    {"response_template": None}])
+def test_a_tokenizer_config_without_a_template_is_named_not_read_as_one(tmp_path, config):
+    """A tokenizer folder (or its tokenizer_config.json) without response_template: every command that takes a
+    TEMPLATE says so (exit 2), instead of reading the whole config as the template."""
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for target in (folder, folder / "tokenizer_config.json"):
+        for command in ("check", "lint", "probe"):
+            extra = [tmp_path / "unused.jsonl"] if command == "check" else []
+            proc = subprocess.run([sys.executable, "-m", "parsing", command, str(target), *map(str, extra)],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 2, (command, proc.stderr)
+            assert f"tokenizer_config.json in {folder} has no response_template" in proc.stderr, proc.stderr
+            assert "Unknown keys" not in proc.stderr and "fields" not in proc.stderr
+
+
 @pytest.mark.parametrize("template_text, message", [
     ("{not json", "is not JSON"),
     (json.dumps({"fields": {}}), "invalid template"),
