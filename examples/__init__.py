@@ -203,28 +203,28 @@ class Family:
             "special_tokens_map": self.conversations.get("special_tokens_map", {}),
         }))
 
-    def suite_cases(self) -> tuple[list[dict], list[str]]:
+    def suite_cases(self) -> list[dict]:
         """The transcripts as test cases in the format of `parsing.doctor.suites` (``python -m parsing check``), a
         starting suite for a template derived from this family's.
 
-        Returns ``(cases, left_out)``: one case dict per transcript whose outcome is a message, named by its id,
-        with the prompt prefix as text; its ``expected`` is the hand-written message, or the recorded ``actual``
-        one where the template language cannot give it (a known limit: the case then checks that the template
-        still gives what its NOTES describe). ``left_out`` lists the ids of transcripts whose outcome is an
-        error (``expected_error``, or an ``actual`` error), which that format cannot express.
+        One case dict per transcript, named by its id, with the prompt prefix as text. Its expected outcome is the
+        transcript's `Transcript.outcome`: the hand-written message or error, or the recorded ``actual`` one where
+        the template language cannot give it (a known limit: the case then checks that the template still gives
+        what its NOTES describe). A message is ``expected``; an error is ``expected_error`` (an exception class
+        name, e.g. a tool call cut off inside its JSON must raise ``ValueError``).
         """
-        cases, left_out = [], []
+        cases = []
         for t in self.transcripts:
-            outcome = t.actual if t.actual is not None else (
-                {"message": t.expected} if t.expected is not None else {"error": t.expected_error})
-            if "message" not in outcome:
-                left_out.append(t.id)
-                continue
-            case = {"name": t.id, "prefix": t.prefix, "output": t.output, "expected": outcome["message"]}
+            case = {"name": t.id, "prefix": t.prefix, "output": t.output}
             if t.tools:
                 case["tools"] = t.tools
+            outcome = t.outcome
+            if "message" in outcome:
+                case["expected"] = outcome["message"]
+            else:
+                case["expected_error"] = outcome["error"]
             cases.append(case)
-        return cases, left_out
+        return cases
 
     def transcript(self, transcript_id: str) -> Transcript:
         """Return the transcript with this id; KeyError if there is none."""

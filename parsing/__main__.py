@@ -1,7 +1,10 @@
 """Command line for model authors' CI: ``python -m parsing check|probe|lint TEMPLATE ...``.
 
-- ``check TEMPLATE CASES.jsonl`` runs a test suite (the JSONL format of `parsing.doctor.suites`) against a
-  response template, each case in one shot and with random chunkings.
+- ``check TEMPLATE CASES.jsonl`` runs a test suite (the JSONL format of `parsing.doctor.suites`, described in
+  docs/test-suites.md) against a response template, each case in one shot and with random chunkings. A case is
+  one JSON object a line: ``prefix``, ``output``, then ``expected`` (the message) or ``expected_error`` (an
+  exception class name such as ``"ValueError"``; a subclass passes too) with an optional ``error_contains``
+  (a substring of its message); optional ``tools`` and ``name``.
 - ``probe TEMPLATE [--prefixes PREFIXES.json]`` runs the probe suite (`parsing.doctor.probe`): outputs built
   from the template's own delimiters for each way real model output goes wrong (cut by the token limit, a
   close tag inside a JSON string, a marker named in the answer, ...), one shot and chunked.
@@ -201,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "2 unusable input)",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("template", help="template .json, tokenizer_config.json, or a saved tokenizer folder")
-    check.add_argument("cases", help="cases .jsonl: one {prefix, output, tools?, expected} object per line")
+    check.add_argument("cases", help="cases .jsonl: one {prefix, output, expected | expected_error + "
+                                        "error_contains?, tools?, name?} object per line")
     check.add_argument("--chunkings", type=int, default=3, metavar="N",
                        help="random chunkings per case besides the one-shot parse (default 3)")
     check.add_argument("--seed", type=int, default=0, help="seed for the chunkings (default 0)")

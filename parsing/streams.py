@@ -199,6 +199,9 @@ class Outcome:
         message: the finalized message, or None if parsing raised.
         error: ``"ExceptionType: message"`` if parsing raised (the parser raises ValueError, KeyError,
             RuntimeError or TimeoutError for bad outputs and templates), else None.
+        error_types: the names of the raised exception's class and its bases up to ``Exception``, inclusive
+            (``("JSONDecodeError", "ValueError", "Exception")``), for matching an expected error as ``except``
+            would; ``()`` when nothing was raised.
         events: every event (initial, fed, final) in order; those before an error when it raised.
         parser: the `parsing.ResponseParser` used, for callers that need offsets (with ``spans=True``).
     """
@@ -206,6 +209,7 @@ class Outcome:
     chunks: list[str]
     message: dict | None = None
     error: str | None = None
+    error_types: tuple[str, ...] = ()
     events: list[dict] = field(default_factory=list)
     parser: Any = None
 
@@ -242,6 +246,7 @@ def parse_stream(template: Any, prefix: str, chunks: list[str], *, tools: list |
         out.message = _feed_into(out.parser, chunks, out.events)
     except (ValueError, KeyError, RuntimeError, TimeoutError, TypeError) as exc:
         out.error = f"{type(exc).__name__}: {exc}"
+        out.error_types = tuple(c.__name__ for c in type(exc).__mro__ if c not in (BaseException, object))
     return out
 
 

@@ -158,8 +158,14 @@ def suite_html(report: SuiteReport) -> str:
         if run is not None:
             how = "one-shot" if run.mode == "one-shot" else f"chunked at {run.cuts}"
             inner = f"<div>{escape(how)}</div>"
-            inner += (f"<div class='doctor-error'>Error: {escape(run.error)}</div>" if run.error
-                      else _diff_table([d.to_dict() for d in run.diff], "expected", "parsed"))
+            if res.case.expected_error is not None:  # an error case: say what was expected and what came
+                got = f"error {run.error}" if run.error is not None else f"the message {json.dumps(run.message)}"
+                inner += (f"<div class='doctor-error'>Expected {escape(res.case.expected_outcome)}, got "
+                          f"{escape(got)}</div>")
+            elif run.error:
+                inner += f"<div class='doctor-error'>Error: {escape(run.error)}</div>"
+            else:
+                inner += _diff_table([d.to_dict() for d in run.diff], "expected", "parsed")
         rows.append(f"<details class='doctor-suite-case doctor-suite-{state}'{'' if res.passed else ' open'}>"
                     f"<summary>{_badge(state)} #{res.index + 1} {escape(res.case.label)} "
                     f"({len(res.runs)} runs)</summary>{inner}</details>")

@@ -4,8 +4,9 @@
     .venv/bin/python -m parsing check my_template.json qwen3.cases.jsonl
 
 A family's ``transcripts.jsonl`` names its prompt prefixes and records known limits, so it is not itself a suite
-file; this writes one case per transcript whose outcome is a message (`examples.Family.suite_cases`) and names
-on stderr the transcripts left out (their outcome is an error). Exit 0, or 2 for an unknown family.
+file; this writes one case per transcript (`examples.Family.suite_cases`): ``expected`` where its outcome is a
+message, ``expected_error`` where it is an error (a tool call cut off inside its JSON must raise). Exit 0, or 2
+for an unknown family.
 """
 
 from __future__ import annotations
@@ -28,11 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in examples.list_families():
         print(f"error: no family {name!r}; the library has: {', '.join(examples.list_families())}", file=sys.stderr)
         return 2
-    cases, left_out = examples.load_family(name).suite_cases()
-    sys.stdout.write(dumps_suite(cases))
-    if left_out:
-        print(f"{name}: {len(left_out)} transcript(s) left out (their outcome is an error): {', '.join(left_out)}",
-              file=sys.stderr)
+    sys.stdout.write(dumps_suite(examples.load_family(name).suite_cases()))
     return 0
 
 

@@ -15,8 +15,22 @@ format, ``expected`` the message `parse_response` must return. An optional
 ``name`` (string) labels the case in reports. Other keys are rejected so that
 typos (``"expect"``) do not silently pass.
 
+A case whose right outcome is an error (a tool call cut off inside its JSON
+must raise, as transformers' `parse_response` does) states the exception
+instead of ``expected``:
+
+    {"prefix": "...", "output": "<tool_call>{\"name\": \"f\", \"argum",
+     "expected_error": "ValueError", "error_contains": "JSON"}
+
+``expected_error`` is an exception class name; the parse must raise that class
+or a subclass of it (as ``pytest.raises`` matches), e.g. ``"ValueError"`` also
+accepts a ``json.JSONDecodeError``. The optional ``error_contains`` is a
+substring the exception's message must contain. Exactly one of ``expected`` /
+``expected_error`` is given.
+
 A suite passes when every case gives exactly ``expected`` (types included,
-see `diff`) both in one shot and for every random chunking.
+see `diff`), or raises its ``expected_error``, both in one shot and for every
+random chunking.
 """
 
 from __future__ import annotations
@@ -47,12 +61,13 @@ __all__ = [
     "append_case",
     "suite_path_for",
     "export_suite",
+    "raised",
     "run_case",
     "run_suite",
 ]
 
-_REQUIRED = ("prefix", "output", "expected")
-_ALLOWED = {"prefix", "output", "tools", "expected", "name"}
+_REQUIRED = ("prefix", "output")
+_ALLOWED = {"prefix", "output", "tools", "expected", "expected_error", "error_contains", "name"}
 
 
 class SuiteFormatError(ValueError):
@@ -76,14 +91,36 @@ class SuiteFormatError(ValueError):
 
 @dataclass
 class Case:
-    """One test case: the prompt prefix, the raw generation, optional tools and the expected message."""
+    """One test case: the prompt prefix, the raw generation, optional tools and the expected outcome: the
+    message (``expected``), or an exception class name (``expected_error``, with an optional substring of its
+    message, ``error_contains``).
+
+    Raises:
+        ValueError: both or neither of ``expected`` / ``expected_error``; ``error_contains`` without an error.
+    """
 
     prefix: str
     output: str
-    expected: dict
+    expected: dict | None
     tools: list | None = None
     name: str | None = None
     line: int | None = None  # where it was read from, for reports; not written back
+    expected_error: str | None = None
+    error_contains: str | None = None
+
+    def __post_init__(self):
+        if (self.expected is None) == (self.expected_error is None):
+            raise ValueError("a case has exactly one of expected / expected_error")
+        if self.error_contains is not None and self.expected_error is None:
+            raise ValueError("error_contains needs expected_error")
+
+    @property
+    def expected_outcome(self) -> str:
+        """The expected error in words (``ValueError containing 'JSON'``); for reports of error cases."""
+        text = str(self.expected_error)
+        if self.error_contains is not None:
+            text += f" containing {self.error_contains!r}"
+        return text
 
     @property
     def label(self) -> str:
@@ -99,7 +136,12 @@ class Case:
         obj["output"] = self.output
         if self.tools is not None:
             obj["tools"] = self.tools
-        obj["expected"] = self.expected
+        if self.expected_error is not None:
+            obj["expected_error"] = self.expected_error
+            if self.error_contains is not None:
+                obj["error_contains"] = self.error_contains
+        else:
+            obj["expected"] = self.expected
         return obj
 
 
@@ -116,7 +158,8 @@ def parse_case(obj: Any, line: int | None = None, source: str | None = None) -> 
         raise fail(f"a case must be a JSON object, got {type(obj).__name__}")
     missing = [k for k in _REQUIRED if k not in obj]
     if missing:
-        raise fail(f"missing key(s) {', '.join(missing)} (a case has prefix, output, expected, optional tools)")
+        raise fail(f"missing key(s) {', '.join(missing)} (a case has prefix, output, expected or expected_error, "
+                   "optional tools)")
     unknown = sorted(set(obj) - _ALLOWED)
     if unknown:
         hint = ""
@@ -127,16 +170,27 @@ def parse_case(obj: Any, line: int | None = None, source: str | None = None) -> 
     for key in ("prefix", "output"):
         if not isinstance(obj[key], str):
             raise fail(f"'{key}' must be a string, got {type(obj[key]).__name__}")
-    if not isinstance(obj["expected"], dict):
+    if ("expected" in obj) == ("expected_error" in obj):
+        raise fail("a case has exactly one of 'expected' (the message) or 'expected_error' (an exception class "
+                   "name such as \"ValueError\")")
+    if "expected" in obj and not isinstance(obj["expected"], dict):
         raise fail(f"'expected' must be a message object, got {type(obj['expected']).__name__}")
+    error = obj.get("expected_error")
+    if "expected_error" in obj and not (isinstance(error, str) and error.isidentifier()):
+        raise fail(f"'expected_error' must be an exception class name such as \"ValueError\", got {error!r}")
+    if "error_contains" in obj:
+        if "expected_error" not in obj:
+            raise fail("'error_contains' needs 'expected_error'")
+        if not isinstance(obj["error_contains"], str):
+            raise fail("'error_contains' must be a string")
     tools = obj.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise fail("'tools' must be a list of tool schema objects")
     name = obj.get("name")
     if name is not None and not isinstance(name, str):
         raise fail("'name' must be a string")
-    return Case(prefix=obj["prefix"], output=obj["output"], expected=obj["expected"], tools=tools, name=name,
-                line=line)
+    return Case(prefix=obj["prefix"], output=obj["output"], expected=obj.get("expected"), tools=tools, name=name,
+                line=line, expected_error=error, error_contains=obj.get("error_contains"))
 
 
 def loads_suite(text: str, source: str | None = None) -> list[Case]:
@@ -239,7 +293,10 @@ def export_suite(template: dict | str, cases: Iterable[Case | dict], directory: 
 class RunResult:
     """One parse of a case: ``mode`` is ``"one-shot"`` or ``"chunked"``; ``cuts`` the chunk boundaries
     (character offsets into the output) for a chunked run; ``message``/``error`` what the parser gave;
-    ``diff`` the differences to the expected message (one ``changed`` entry at the root for an error)."""
+    ``diff`` the differences to the expected outcome: to the expected message, or one ``changed`` entry at the
+    root for an error where a message was expected, or for the wrong outcome where an error was expected
+    (``expected`` then ``{"error": "ValueError containing '...'"}``). A run that raised the case's
+    ``expected_error`` has ``error`` set and an empty ``diff``: it passed."""
 
     mode: str
     cuts: list[int]
@@ -249,8 +306,8 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        """True if the parse gave exactly the expected message."""
-        return self.error is None and not self.diff
+        """True if the parse gave exactly the expected outcome (message or error)."""
+        return not self.diff
 
     def to_dict(self) -> dict:
         """JSON-able form: ``{"mode", "cuts", "passed", "message", "error", "diff": [...]}``."""
@@ -313,7 +370,10 @@ class SuiteReport:
             for run in failing if verbose else failing[:1]:
                 how = "one-shot" if run.mode == "one-shot" else f"chunked at {run.cuts}"
                 lines.append(f"    {how}:")
-                if run.error is not None:
+                if res.case.expected_error is not None:
+                    got = f"error {run.error}" if run.error is not None else f"the message {run.message}"
+                    lines.append(f"      expected {res.case.expected_outcome}, got {got}")
+                elif run.error is not None:
                     lines.append(f"      error: {run.error}")
                 else:
                     lines.append(format_diff(run.diff, "      "))
@@ -327,8 +387,22 @@ class SuiteReport:
         return {"passed": self.passed, "summary": self.summary(), "cases": [r.to_dict() for r in self.results]}
 
 
+def raised(outcome: Any, expected_error: str, contains: str | None = None) -> bool:
+    """True if a `parsing.streams.Outcome` raised `expected_error` (that class or a subclass, by name) and its
+    message contains `contains` (when given)."""
+    if outcome.error is None or expected_error not in outcome.error_types:
+        return False
+    return contains is None or contains in outcome.error
+
+
 def _run(template: Any, case: Case, chunks: list[str], mode: str) -> RunResult:
     outcome = parse_stream(template, case.prefix, chunks, tools=case.tools)
+    if case.expected_error is not None:
+        diff = [] if raised(outcome, case.expected_error, case.error_contains) else [
+            DiffEntry("", "changed", expected={"error": case.expected_outcome},
+                      actual={"error": outcome.error} if outcome.error is not None else outcome.message)]
+        return RunResult(mode, boundaries(chunks) if mode != "one-shot" else [], outcome.message, outcome.error,
+                         diff)
     if outcome.error is not None:
         diff = [DiffEntry("", "changed", expected=case.expected, actual={"error": outcome.error})]
         return RunResult(mode, boundaries(chunks) if mode != "one-shot" else [], None, outcome.error, diff)
@@ -341,7 +415,7 @@ def run_case(template: Any, case: Case, *, chunkings_per_case: int = 3, seed: in
     """Parse one case in one shot and with `chunkings_per_case` random chunkings.
 
     The chunkings are seeded with ``(seed, index)`` so a report can be reproduced. Parse errors are results,
-    not exceptions.
+    not exceptions (a pass where the case states that ``expected_error``).
     """
     result = CaseResult(case, index)
     result.runs.append(_run(template, case, [case.output], "one-shot"))

@@ -155,27 +155,27 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
 
 def test_a_family_transcripts_file_is_written_as_a_suite_that_check_runs(tmp_path):
     """A family's transcripts.jsonl names its prefixes and records known limits, so `check` refuses it with the
-    way out; scripts/family_cases.py writes it as a suite, which passes against the family's template and fails
-    against another family's."""
+    way out; scripts/family_cases.py writes it as a suite (hermes: error outcomes included, as expected_error),
+    which passes against the family's template and fails against another family's."""
     import examples
 
-    family = examples.load_family("qwen3")
-    qwen3 = ROOT / "examples/families/qwen3"
-    code, _, err = check(qwen3 / "template.json", qwen3 / "transcripts.jsonl")
+    family = examples.load_family("hermes")
+    hermes = ROOT / "examples/families/hermes"
+    code, _, err = check(hermes / "template.json", hermes / "transcripts.jsonl")
     assert code == 2 and "scripts/family_cases.py" in err, err
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "scripts/family_cases.py", "qwen3"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "scripts/family_cases.py", "hermes"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
-    errors = [t.id for t in family.transcripts
-              if (t.actual or {}).get("error") or (t.actual is None and t.expected is None)]
-    assert len(lines) == len(family.transcripts) - len(errors) and lines
+    assert [line["name"] for line in lines] == [t.id for t in family.transcripts]  # none left out
+    errors = {t.id: t.outcome["error"] for t in family.transcripts if "error" in t.outcome}
+    assert errors and {line["name"]: line["expected_error"] for line in lines if "expected_error" in line} == errors
     first = next(t for t in family.transcripts if t.id == lines[0]["name"])
     assert lines[0]["prefix"] == family.prefixes[first.prefix_name]  # the prefix as text, not its name
-    suite = tmp_path / "qwen3.cases.jsonl"
+    suite = tmp_path / "hermes.cases.jsonl"
     suite.write_text(proc.stdout)
-    code, out, err = check(qwen3 / "template.json", suite)
+    code, out, err = check(hermes / "template.json", suite)
     assert code == 0, out + err
     assert f"{len(lines)} cases: {len(lines)} passed" in out
     code, out, _ = check(ROOT / "examples/families/gpt_oss/template.json", suite)  # another format: failures

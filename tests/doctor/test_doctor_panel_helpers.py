@@ -99,3 +99,15 @@ def test_suite_html_marks_pass_and_fail():
     out = suite_html(run_suite(CLEAN, cases, chunkings_per_case=1))
     assert out.count("doctor-suite-pass") == 1 and out.count("doctor-suite-fail") == 1
     assert "&lt;i&gt;Ho&lt;/i&gt;" in out and "2 cases: 1 passed, 1 failed" in out
+
+
+def test_suite_html_says_what_an_error_case_expected():
+    cut = '<tool_call>{"name": "f", "argu'
+    cases = [Case(CHATML_PROMPT, cut, None, expected_error="ValueError", name="cut"),
+             Case(CHATML_PROMPT, "<b>Hi</b><|im_end|>", None, expected_error="ValueError", error_contains="<x>",
+                  name="parses")]
+    out = suite_html(run_suite(CLEAN, cases, chunkings_per_case=1))
+    assert out.count("doctor-suite-pass") == 1 and out.count("doctor-suite-fail") == 1
+    assert "Expected ValueError containing &#x27;&lt;x&gt;&#x27;, got the message" in out or \
+        "Expected ValueError containing '&lt;x&gt;', got the message" in out
+    assert "&lt;b&gt;Hi&lt;/b&gt;" in out and "<b>Hi" not in out

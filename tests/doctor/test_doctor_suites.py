@@ -50,7 +50,12 @@ def test_append_case_creates_and_extends_a_file(tmp_path):
 @pytest.mark.parametrize("line, message", [
     ("not json", "not valid JSON"),
     ("[1, 2]", "must be a JSON object"),
-    ('{"prefix": "", "output": ""}', "missing key(s) expected"),
+    ('{"prefix": "", "output": ""}', "exactly one of 'expected'"),
+    ('{"prefix": "", "output": "", "expected": {}, "expected_error": "ValueError"}', "exactly one of 'expected'"),
+    ('{"prefix": "", "output": "", "expected_error": "Value Error"}', "'expected_error' must be an exception class"),
+    ('{"prefix": "", "output": "", "expected_error": 1}', "'expected_error' must be an exception class"),
+    ('{"prefix": "", "output": "", "expected": {}, "error_contains": "x"}', "'error_contains' needs"),
+    ('{"prefix": "", "output": "", "expected_error": "ValueError", "error_contains": 1}', "must be a string"),
     ('{"prefix": "", "output": "", "expected": {}, "expect": {}}', "unknown key(s) expect"),
     ('{"prefix": null, "output": "", "expected": {}}', "'prefix' must be a string"),
     ('{"prefix": "", "output": "", "expected": "hi"}', "'expected' must be a message object"),
@@ -119,3 +124,70 @@ def test_types_matter_in_the_comparison():
 def test_run_suite_rejects_invalid_template():
     with pytest.raises(parsing.TemplateError):
         run_suite({"fields": {}}, good_cases())
+
+
+CUT = '<tool_call>{"name": "get_weather", "argu'
+
+
+def test_a_case_can_expect_an_error_one_shot_and_streamed(tmp_path):
+    """A cut tool call must raise: a case states the exception class (a base class matches, as in ``except``) and
+    optionally a substring of its message; the wrong class, a missing substring or a parsed message fail."""
+    path = save_suite(tmp_path / "errors.cases.jsonl", [
+        Case(CHATML_PROMPT, CUT, None, expected_error="ValueError", name="cut"),
+        Case(CHATML_PROMPT, CUT, None, expected_error="Exception", error_contains="JSON", name="base class"),
+        Case(CHATML_PROMPT, CUT, None, expected_error="KeyError", name="wrong class"),
+        Case(CHATML_PROMPT, CUT, None, expected_error="ValueError", error_contains="no such text", name="wrong text"),
+        Case(CHATML_PROMPT, "Fine.<|im_end|>", None, expected_error="ValueError", name="parses"),
+    ])
+    assert '"expected_error": "ValueError", "error_contains": "no such text"}' in path.read_text()
+    cases = load_suite(path)
+    assert [(c.expected, c.expected_error, c.error_contains) for c in cases][1] == (None, "Exception", "JSON")
+    report = run_suite(CLEAN, cases, chunkings_per_case=3, seed=2)
+    assert [r.passed for r in report.results] == [True, True, False, False, False]
+    assert all(len(r.runs) == 4 and all(run.error.startswith("ValueError") for run in r.runs)
+               for r in report.results[:2])
+    for res in report.results[2:]:
+        assert all(not run.passed for run in res.runs)  # one-shot and every chunking
+    parses = report.results[4].runs[0]
+    assert parses.error is None and parses.message == {"role": "assistant", "content": "Fine."}
+    assert parses.diff[0].expected == {"error": "ValueError"} and parses.diff[0].actual == parses.message
+    text = report.format()
+    assert "expected KeyError, got error ValueError: " in text
+    assert "expected ValueError containing 'no such text', got error ValueError: " in text
+    assert "expected ValueError, got the message {'role': 'assistant', 'content': 'Fine.'}" in text
+    assert text.endswith("5 cases: 2 passed, 3 failed")
+
+
+def test_every_library_family_passes_its_own_suite_error_outcomes_included():
+    """`examples.Family.suite_cases` writes every transcript as a case (error outcomes as ``expected_error``),
+    and each family's suite passes against its own template, one shot and streamed."""
+    import examples
+
+    expected_errors = 0
+    for name in examples.list_families():
+        family = examples.load_family(name)
+        cases = family.suite_cases()
+        assert [c["name"] for c in cases] == [t.id for t in family.transcripts]
+        for case, t in zip(cases, family.transcripts):
+            assert ("expected_error" in case) == ("error" in t.outcome) != ("expected" in case)
+        expected_errors += sum("expected_error" in c for c in cases)
+        report = run_suite(family.template, loads_suite(dumps_suite(cases)), chunkings_per_case=1, seed=3)
+        assert report.passed, f"{name}: " + report.format()
+    assert expected_errors >= 20  # the library's cut tool calls and known-limit errors are in the suites
+
+
+def test_the_case_keys_are_documented_the_same_everywhere():
+    """docs/test-suites.md, the module docstring and `check --help` name the keys the loader accepts."""
+    import pathlib
+    import re
+
+    from parsing.__main__ import build_parser
+    from parsing.doctor import suites
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    documented = set(re.findall(r"^\| `(\w+)` \|", (root / "docs/test-suites.md").read_text(), re.M))
+    assert documented == suites._ALLOWED
+    check = build_parser()._subparsers._group_actions[0].choices["check"]
+    helptext = check.format_help()
+    assert all(key in helptext for key in suites._ALLOWED), helptext
+    assert all(f"``{key}``" in suites.__doc__ for key in ("expected", "expected_error", "error_contains"))
