@@ -173,6 +173,23 @@ CONTENT_PARSERS: dict[str, Callable[[str, dict, ParseContext], Any]] = {
 }
 
 
+#: The ``args`` keys each content parser reads (a field's ``content_args``, or a nested ``value_parser``'s ``args``).
+#: A parser ignores any other key, so a misspelt one (``strin_delims``) silently does nothing: the lint names the
+#: known keys from here (tests/parsing/test_content_args.py checks this table against the parsers' code). ``json``
+#: reads ``strip`` for its ``allow_non_json`` fallback to text; ``int``/``float``/``bool`` strip as ``text`` does.
+CONTENT_ARGS: dict[str, tuple[str, ...]] = {
+    "text": ("strip",),
+    "int": ("strip",),
+    "float": ("strip",),
+    "bool": ("strip",),
+    "json": ("string_delims", "unquoted_keys", "allow_non_json", "strip"),
+    "xml-inline": ("tag_pattern", "value_parser", "merge_duplicates"),
+    "kv-lines": ("line_sep", "kv_sep", "strip", "value_parser"),
+}
+#: The keys of a nested ``value_parser`` object (``{"name": parser, "args": {...}}``).
+VALUE_PARSER_KEYS: tuple[str, ...] = ("name", "args")
+
+
 def parse_content(body: str, name: str, args: dict, ctx: ParseContext = NO_LIMITS) -> Any:
     """Run content parser ``name`` on ``body`` with ``args`` under ``ctx`` (default: no time limits).
 

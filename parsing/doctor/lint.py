@@ -23,7 +23,14 @@ Warning codes (`LintWarning.code`):
 - ``missing-close``: an explicit field without ``close``/``close_pattern`` runs
   to the end of the stream and swallows every later block.
 - ``close-in-json``: the close delimiter of a ``json`` field matches text that
-  occurs inside ordinary JSON bodies, so the region closes too early.
+  occurs inside ordinary JSON bodies, or fires on its own text inside a JSON string value
+  (``{"s": "see </tool_call>"}``), so the region closes too early.
+- ``invalid-regex``: a regex in ``content_args`` (``tag_pattern``, also in a nested ``value_parser``'s args)
+  does not compile, has no ``key`` group, or is missing where ``xml-inline`` needs it: the loader accepts it (as
+  transformers does) and every region of the field then fails to parse.
+- ``unknown-content-arg``: a ``content_args`` key the field's content parser does not read (a typo such as
+  ``strin_delims``: it is silently ignored), a ``value_parser`` key other than ``name``/``args``, or a
+  ``value_parser`` naming no content parser. The known keys come from `parsing.content.CONTENT_ARGS`.
 - ``empty-match``: a pattern can match the empty string.
 - ``anchor-not-in-generation-prompt``: the start anchor does not occur in the
   generation prompt the tokenizer's chat template produces.
@@ -43,6 +50,7 @@ prompt from `parsing.doctor.chat_template`. Delimiters are the ones the loaded
 
 from __future__ import annotations
 
+import difflib
 import json
 import re as _stdlib_re
 from dataclasses import asdict, dataclass, field
@@ -50,10 +58,12 @@ from typing import Any
 
 import regex
 
+from ..content import CONTENT_ARGS, VALUE_PARSER_KEYS
 from ..template import CompiledTemplate, Delimiter, load_template
 from ..transform import PLACEHOLDER
 from .chat_template import REASONING_KEY, generation_prompt
 from .compat import Compatibility, compatibility
+from .probe_cases import BALANCED_JSON
 from .schema import wrong_types
 
 __all__ = ["LintReport", "LintWarning", "lint"]
@@ -497,12 +507,60 @@ def _check_transform_variables(compiled: CompiledTemplate) -> list[LintWarning]:
     return out
 
 
+def _turn_ends(delims: list[_Delim], field_name: str) -> set:
+    """The close texts of the other fields (a literal close, or the literals a close pattern's matches start
+    with): the end-of-turn token such as ``<|eot_id|>``. The model stops there, so meeting one inside a string
+    cuts the call whatever this field's close says."""
+    ends = set()
+    for d in delims:
+        if d.kind == "close" and d.field != field_name:
+            if d.literal is not None:
+                ends.add(d.literal)
+            elif d.compiled.prefilter is not None:
+                ends.update(d.compiled.prefilter.literals)
+    return ends
+
+
+def _close_in_string(spec: dict, delims: list[_Delim], d: _Delim) -> LintWarning | None:
+    """``close-in-json`` for a close that fires on its own text inside a JSON string value. The close's literal
+    text is tried (a literal close; for a pattern, the literals every match starts with, `Delimiter.prefilter`),
+    placed in a string value after the field's open text; end-of-turn tokens are left out (`_turn_ends`)."""
+    prefilter = d.compiled.prefilter
+    markers = [d.literal] if d.literal is not None else list(prefilter.literals if prefilter is not None else ())
+    ends = _turn_ends(delims, d.field)
+    fspec = spec["fields"][d.field]
+    open_text = _first_literal(fspec, "open") or ""
+    for marker in markers:
+        if not marker.strip() or marker in ends:
+            continue
+        body = '{"name": "write", "arguments": {"text": "see ' + marker + ' here"}}'
+        hit = d.find(open_text + body + marker + "\n<more text>")
+        if hit is None or hit[0] >= len(open_text) + len(body) or hit[0] == hit[1]:
+            continue  # a zero-width hit is a lookahead for a turn end (the close stops before it)
+        snippet = body[max(0, hit[0] - len(open_text) - 20): hit[1] - len(open_text) + 10]
+        escape = lambda text: regex.escape(text, special_only=True, literal_spaces=True)  # noqa: E731
+        balanced = f"(?<={escape(open_text)}{BALANCED_JSON})" if open_text else f"(?<=^\\s*{BALANCED_JSON})"
+        close = escape(marker) if d.literal is not None else f"(?:{d.compiled.source})"
+        suggestion = f"{balanced}{close}\\s*"
+        return LintWarning(
+            "close-in-json", d.path,
+            f"The close delimiter {d.shown} of the json field '{d.field}' also fires inside a JSON string value "
+            f"({json.dumps(snippet, ensure_ascii=False)}): a call whose argument mentions it (code, docs, a quoted "
+            f"tag) is cut there and its JSON fails to parse.",
+            f"Count the close only where the quotes since the open are balanced, as the library templates do: "
+            f"close_pattern {json.dumps(suggestion, ensure_ascii=False)} (in place of "
+            f"{'close' if d.literal is not None else 'the close_pattern'}).",
+        )
+    return None
+
+
 def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     out = []
     for d in delims:
         fspec = spec["fields"][d.field]
         if d.kind != "close" or fspec.get("content", "text") != "json":
             continue
+        found = len(out)
         for sample in JSON_BODY_SAMPLES:
             # Text follows the body in a real stream, so `$`-style anchors must not count as a hit.
             hit = d.find(sample + "\n<more text>")
@@ -517,7 +575,86 @@ def _check_close_in_json(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
                     "anchored to what follows the body, e.g. a lookahead for the next block or the turn end.",
                 ))
                 break
+        if len(out) == found:
+            in_string = _close_in_string(spec, delims, d)
+            if in_string is not None:
+                out.append(in_string)
     return out
+
+
+def _args_nodes(path: str, parser: Any, args: Any):
+    """``(path, parser name, args)`` for a content_args object and every nested value_parser's args in it."""
+    if not isinstance(args, dict):
+        return
+    yield path, parser, args
+    nested = args.get("value_parser")
+    if isinstance(nested, dict) and "value_parser" in CONTENT_ARGS.get(parser, ()):
+        yield from _args_nodes(f"{path}.value_parser.args", nested.get("name", "text"), nested.get("args", {}))
+
+
+def _check_content_args(spec: dict) -> list[LintWarning]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        for path, parser, args in _args_nodes(f"fields.{name}.content_args", fspec.get("content", "text"),
+                                              fspec.get("content_args")):
+            known = CONTENT_ARGS.get(parser)
+            if known is None:  # only a nested value_parser can name one (the loader checks a field's content)
+                vp_path = path[: -len(".args")]
+                out.append(LintWarning(
+                    "unknown-content-arg", f"{vp_path}.name",
+                    f"value_parser names the content parser {json.dumps(parser)}, which does not exist: every "
+                    f"region of field '{name}' with a value fails (KeyError).",
+                    f"Use one of {', '.join(CONTENT_ARGS)}."))
+                continue
+            for key in [k for k in args if k not in known]:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                out.append(LintWarning(
+                    "unknown-content-arg", f"{path}.{key}",
+                    f"The {parser} content parser does not read {json.dumps(key)} (it reads "
+                    f"{', '.join(known)}), so this setting of field '{name}' is silently ignored.",
+                    f"Rename it to {json.dumps(close[0])}." if close else "Remove it, or use one of the keys above."))
+            nested = args.get("value_parser")
+            if isinstance(nested, dict) and "value_parser" in known:
+                for key in [k for k in nested if k not in VALUE_PARSER_KEYS]:
+                    close = difflib.get_close_matches(str(key), VALUE_PARSER_KEYS, n=1)
+                    out.append(LintWarning(
+                        "unknown-content-arg", f"{path}.value_parser.{key}",
+                        f"A value_parser has only the keys {', '.join(VALUE_PARSER_KEYS)}; {json.dumps(key)} is "
+                        f"ignored in field '{name}'.",
+                        f"Rename it to {json.dumps(close[0])}." if close else "Remove it."))
+            if parser == "xml-inline":
+                out += _check_tag_pattern(name, path, args)
+    return out
+
+
+def _check_tag_pattern(name: str, path: str, args: dict) -> list[LintWarning]:
+    tag = args.get("tag_pattern")
+    if tag is None:
+        return [LintWarning(
+            "invalid-regex", path,
+            f"The xml-inline content parser of field '{name}' needs a tag_pattern; without one every region fails "
+            f"(ValueError).",
+            "Add tag_pattern, a regex with named groups key and value, e.g. "
+            + json.dumps(r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>") + ".")]
+    if not isinstance(tag, str):
+        return []  # wrong-type says so
+    try:
+        compiled = regex.compile(tag, _REGEX_FLAGS)
+    except regex.error as exc:
+        where = f" at position {exc.pos}" if exc.pos is not None else ""
+        pointer = f" ({json.dumps(tag[:exc.pos], ensure_ascii=False)} <- here)" if exc.pos is not None else ""
+        return [LintWarning(
+            "invalid-regex", f"{path}.tag_pattern",
+            f"tag_pattern does not compile: {exc.msg}{where}{pointer}. The template loads (transformers does not "
+            f"check it either), but every region of field '{name}' fails to parse.",
+            "Fix the regex (an unclosed group or bracket, a bad escape); it needs named groups key and value.")]
+    if "key" not in compiled.groupindex:
+        return [LintWarning(
+            "invalid-regex", f"{path}.tag_pattern",
+            f"tag_pattern has no named group 'key', so every region of field '{name}' with a match fails "
+            f"(ValueError).",
+            "Name the group that captures the parameter name (?P<key>...), and the value (?P<value>...).")]
+    return []
 
 
 def _matches_empty_inside(pattern) -> bool:
@@ -664,8 +801,9 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
 
     Returns:
         a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
-        wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables, close in
-        JSON, empty matches, \\G, start anchor) and the compatibility section.
+        wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables,
+        content_args (regexes, key names), close in JSON, empty matches, \\G, start anchor) and the compatibility
+        section.
 
     Raises:
         parsing.TemplateError: the template does not load (a ``ValueError``); lint needs a valid template.
@@ -682,6 +820,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     warnings += _check_delimiter_prefix(spec, delims)
     warnings += _check_missing_close(spec)
     warnings += _check_transform_variables(compiled)
+    warnings += _check_content_args(spec)
     warnings += _check_close_in_json(spec, delims)
     warnings += _check_empty_match(compiled, delims)
     warnings += _check_search_start(spec, delims)

@@ -3,7 +3,10 @@
 import copy
 
 # A ChatML template with literal delimiters that lint has nothing to say about (the tests below change one
-# delimiter at a time, so they need tags, not the project default's patterns).
+# delimiter at a time, so they need tags, not the project default's patterns). The one pattern: the call closes
+# only where the quotes since <tool_call> are balanced, so a "</tool_call>" inside an argument string does not
+# cut the call (lint's close-in-json).
+BALANCED_CALL_CLOSE = r'(?<=<tool_call>(?:[^"\\<]|"(?:[^"\\]|\\.)*")*)</tool_call>'
 CLEAN = {
     "defaults": {"role": "assistant"},
     "start_anchor": "<|im_start|>assistant\n",
@@ -11,7 +14,7 @@ CLEAN = {
         "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n"},
         "tool_calls": {
             "open": "<tool_call>",
-            "close": "</tool_call>",
+            "close_pattern": BALANCED_CALL_CLOSE,
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": "{content}"},

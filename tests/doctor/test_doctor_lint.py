@@ -434,3 +434,83 @@ def test_transform_variables_quiet_for_content_open_groups_and_transform_each():
     each = clean(tool_calls={"open": "<a>", "close": "</a>", "content": "json", "transform_each": True,
                              "transform": {"function": {"name": "{tool_name}"}}})
     assert only(each, "unknown-transform-variable") == []
+
+
+# ---- close-in-json: the close's own text inside a JSON string value
+
+
+def test_close_in_json_triggers_on_a_plain_close_that_fires_inside_a_string_value():
+    """`</tool_call>` closes the call at its first mention, also inside an argument string: the call is cut and
+    fails to parse. The suggested balanced-quote lookbehind (the library templates' form) fixes it."""
+    spec = clean(tool_calls=TOOL)
+    [w] = only(spec, "close-in-json")
+    assert w.path == "fields.tool_calls.close" and "inside a JSON string value" in w.message
+    assert "see </tool_call> here" in w.message
+    output = 'Sure.<tool_call>{"name": "f", "arguments": {"s": "see </tool_call> here"}}</tool_call><|im_end|>'
+    with pytest.raises(ValueError):
+        parsing.parse_response(output, spec, prefix=CHATML_PROMPT)
+    pattern = json.loads(w.fix.split("close_pattern ", 1)[1].split(" (in place of")[0])
+    fixed = copy.deepcopy(spec)
+    del fixed["fields"]["tool_calls"]["close"]
+    fixed["fields"]["tool_calls"]["close_pattern"] = pattern
+    assert only(fixed, "close-in-json") == []
+    message = parsing.parse_response(output, fixed, prefix=CHATML_PROMPT)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"s": "see </tool_call> here"}
+
+
+def test_close_in_json_string_check_quiet_for_turn_ends_and_balanced_closes():
+    assert only(CLEAN, "close-in-json") == []  # the balanced lookbehind close
+    # A call that ends at the end-of-turn token the content field closes on too: the model stops there anyway.
+    spec = clean(tool_calls={**TOOL, "close": "<|im_end|>"})
+    assert only(spec, "close-in-json") == []
+
+
+# ---- content_args: regexes and key names
+
+
+def xml_call(args):
+    return clean(tool_calls={"open": "<tool_call>", "close": "</tool_call>", "repeats": True,
+                             "content": "xml-inline", "content_args": args,
+                             "transform": {"type": "function", "function": {"name": "f", "arguments": "{content}"}}})
+
+
+def test_invalid_tag_pattern_is_an_error_with_its_path_and_position():
+    spec = xml_call({"tag_pattern": "(?P<key>"})
+    parsing.load_template(spec)  # it loads (as in transformers) ...
+    with pytest.raises(Exception):  # ... and every call then fails
+        parsing.parse_response("<tool_call><a>1</a></tool_call><|im_end|>", spec, prefix=CHATML_PROMPT)
+    [w] = only(spec, "invalid-regex")
+    assert w.severity == "warning" and w.path == "fields.tool_calls.content_args.tag_pattern"
+    assert "does not compile" in w.message and "at position 8" in w.message
+
+
+def test_invalid_regex_in_a_nested_value_parser_and_missing_key_group():
+    nested = {"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+              "value_parser": {"name": "xml-inline", "args": {"tag_pattern": "[a-"}}}
+    [w] = only(xml_call(nested), "invalid-regex")
+    assert w.path == "fields.tool_calls.content_args.value_parser.args.tag_pattern" and "position 3" in w.message
+    [w] = only(xml_call({"tag_pattern": r"<(\w+)>(?P<value>.*?)</\1>"}), "invalid-regex")
+    assert "no named group 'key'" in w.message
+    [w] = only(xml_call({}), "invalid-regex")
+    assert w.path == "fields.tool_calls.content_args" and "needs a tag_pattern" in w.message
+    assert only(xml_call({"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>"}), "invalid-regex") == []
+
+
+def test_a_misspelt_content_arg_names_the_known_keys():
+    from parsing.content import CONTENT_ARGS
+
+    spec = clean(tool_calls={**TOOL, "content_args": {"strin_delims": [["'", "'"]], "unquoted_keys": True}})
+    [w] = only(spec, "unknown-content-arg")
+    assert w.path == "fields.tool_calls.content_args.strin_delims"
+    assert all(key in w.message for key in CONTENT_ARGS["json"]) and w.fix == 'Rename it to "string_delims".'
+    nested = {"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+              "value_parser": {"name": "kv-lines", "arg": {}, "args": {"kv_seperator": "="}}}
+    found = {w.path: w for w in only(xml_call(nested), "unknown-content-arg")}
+    assert set(found) == {"fields.tool_calls.content_args.value_parser.arg",
+                          "fields.tool_calls.content_args.value_parser.args.kv_seperator"}
+    assert found["fields.tool_calls.content_args.value_parser.args.kv_seperator"].fix == 'Rename it to "kv_sep".'
+    bad_name = {"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>", "value_parser": {"name": "jsn"}}
+    [w] = only(xml_call(bad_name), "unknown-content-arg")
+    assert w.path == "fields.tool_calls.content_args.value_parser.name"
+    assert only(clean(tool_calls={**TOOL, "content_args": {"string_delims": [["'", "'"]]}}),
+                "unknown-content-arg") == []
