@@ -2,7 +2,8 @@
 
 Part of the doctor's lint report (`parsing.doctor.lint.lint` calls `compatibility`). transformers' verdict
 comes from its own loader when transformers is imported (or asked for), else from `parsing`, which rejects
-exactly what transformers 5.23 rejects, with the same messages; vLLM's from its documented field rule.
+exactly what transformers 5.23 rejects, with the same messages; vLLM's from the checks its ``response_template``
+parser makes when it loads a template (read from vLLM's source, cited at `VLLM_FIELDS`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from typing import Any
 from ..template import load_template
 from .chat_template import REASONING_KEY
 
-__all__ = ["Compatibility", "VLLM_FIELDS", "compatibility"]
+__all__ = ["Compatibility", "VLLM_FIELDS", "VLLM_REASONING_KEY", "compatibility"]
 
-#: The only field names vLLM's ``response_template`` parser accepts (the issue's
-#: statement of it); ``thinking`` and ``content`` must be plain text there.
+# vLLM's rule, as its source states it: vllm/parser/response_template.py (vllm-project/vllm, commit 4ee83d19),
+# `validate_response_template_for_serving`, run when `--reasoning-parser/--tool-call-parser response_template`
+# loads the tokenizer's template: the template must load (vllm/parser/chat_parsing/response_templates.py, its copy
+# of transformers' loader); its fields must be among `_SUPPORTED_FIELDS` = thinking, content, tool_calls (vLLM
+# streams `thinking` as the reasoning delta: THINKING_FIELD); `defaults` may only set `role`; `thinking` and
+# `content` must have `content` "text", no `transform` and no `join` (`repeats` and `content_args` are allowed).
+# The tool-call field must give {"function": {"name", "arguments"}} values (response_template_event_engine.py
+# drops others at run time, so that is no load check).
+#: The only field names vLLM's ``response_template`` parser accepts; it reads reasoning from ``thinking``.
 VLLM_FIELDS = ("thinking", "content", "tool_calls")
+VLLM_REASONING_KEY = "thinking"
 _VLLM_TEXT_FIELDS = ("thinking", "content")
+_VLLM_TEXT_FORBIDS = ("transform", "join")  # on thinking/content; a non-text `content` is refused too
+_VLLM_SOURCE = "vllm/parser/response_template.py"
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,8 @@ class Compatibility:
 
 
 _PARSING_BASIS = "our parser (`parsing`), which validates exactly like transformers 5.23"
-_VLLM_BASIS = "vLLM's rule: only thinking, content (both plain text) and tool_calls"
+_VLLM_BASIS = (f"vLLM's response_template parser ({_VLLM_SOURCE}): fields thinking, content, tool_calls only; "
+               "thinking/content text without transform or join; defaults only role")
 
 
 def _reference_verdict(spec: Any) -> tuple[str, str | None]:
@@ -73,10 +85,10 @@ def compatibility(template: Any, *, reference: bool | None = None) -> list[Compa
 
     Returns:
         ``[Compatibility("transformers", ...), Compatibility("vllm", ...)]``, each with the reasons for a
-        refusal and its ``basis``. vLLM: the parser accepts only the fields ``thinking``, ``content`` and
-        ``tool_calls``, with ``thinking`` and ``content`` plain text (``content: "text"``, no transform, no
-        repeats, no content_args), as issue #6 describes it; a template that does not load is refused too.
-        Never raises for a bad template.
+        refusal and its ``basis``. vLLM (its ``response_template`` parser's load checks, see the comment at
+        `VLLM_FIELDS`): only the fields ``thinking`` (its reasoning), ``content`` and ``tool_calls``; ``defaults``
+        only ``role``; ``thinking`` and ``content`` with ``content: "text"``, no ``transform`` and no ``join``
+        (``repeats`` is allowed); a template that does not load is refused too. Never raises for a bad template.
     """
     spec: Any = None
     load_error = None
@@ -103,15 +115,20 @@ def compatibility(template: Any, *, reference: bool | None = None) -> list[Compa
     reasons = []
     for name, fspec in spec["fields"].items():
         if name not in VLLM_FIELDS:
-            hint = " (vLLM calls reasoning 'thinking')" if name == REASONING_KEY else ""
+            hint = (f" (vLLM reads reasoning from a field named '{VLLM_REASONING_KEY}'; the message key is then "
+                    f"'{VLLM_REASONING_KEY}' for transformers too)") if name == REASONING_KEY else ""
             reasons.append(f"field '{name}' is not one of {', '.join(VLLM_FIELDS)}{hint}")
         elif name in _VLLM_TEXT_FIELDS:
             bad = []
             if fspec.get("content", "text") != "text":
                 bad.append(f"content {fspec['content']!r}")
-            for key in ("transform", "transform_each", "repeats", "join", "content_args"):
-                if key in fspec and fspec[key] not in (False, None, {}):
-                    bad.append(key)
+            bad += [key for key in _VLLM_TEXT_FORBIDS if fspec.get(key) is not None]
             if bad:
-                reasons.append(f"field '{name}' must be plain text, but it sets {', '.join(bad)}")
+                hint = (" (vLLM joins the streamed pieces itself: keep repeats, drop join; transformers then returns "
+                        "a list of pieces)") if bad == ["join"] else ""
+                reasons.append(f"field '{name}' must be plain text without transform or join, but it sets "
+                               f"{', '.join(bad)}{hint}")
+    extra_defaults = sorted(set(spec.get("defaults") or {}) - {"role"})
+    if extra_defaults:
+        reasons.append(f"defaults may only set role, not {', '.join(extra_defaults)}")
     return [transformers_c, Compatibility("vllm", not reasons, tuple(reasons), _VLLM_BASIS)]

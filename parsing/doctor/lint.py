@@ -13,8 +13,9 @@ Warning codes (`LintWarning.code`):
   loads anyway and reads by Python truthiness (`parsing.doctor.schema.wrong_types`).
 - ``missing-role``: no ``defaults.role`` (and no ``role`` field), so parsed messages have no ``role`` key, which
   chat templates read for every message.
-- ``reasoning-field-name``: reasoning stored under another key than
-  ``reasoning_content`` (the key chat templates read).
+- ``reasoning-field-name``: reasoning stored under another key than ``reasoning_content`` (the key most chat
+  templates read, e.g. Qwen3's) or ``thinking`` (gpt-oss's chat template; the only one vLLM's response_template
+  parser reads, see `parsing.doctor.compat`).
 - ``field-overwrite``: a non-repeating field can be opened again, and its
   second value replaces the first (the classic case: whitespace after a block
   reopens the implicit content field, whose empty value replaces real content).
@@ -62,7 +63,7 @@ from ..content import CONTENT_ARGS, VALUE_PARSER_KEYS
 from ..template import CompiledTemplate, Delimiter, load_template
 from ..transform import PLACEHOLDER
 from .chat_template import REASONING_KEY, generation_prompt
-from .compat import Compatibility, compatibility
+from .compat import VLLM_REASONING_KEY, Compatibility, compatibility
 from .probe_cases import BALANCED_JSON
 from .schema import wrong_types
 
@@ -265,7 +266,7 @@ def _check_role(spec: dict) -> list[LintWarning]:
 def _check_reasoning_name(spec: dict) -> list[LintWarning]:
     out = []
     for name, fspec in spec["fields"].items():
-        if name == REASONING_KEY:
+        if name in (REASONING_KEY, VLLM_REASONING_KEY):  # the two names consumers read (see the docstring)
             continue
         by_name = bool(_REASONING_WORD.search(name))
         opens = [fspec["open"]] if isinstance(fspec.get("open"), str) else list(fspec.get("open") or [])
@@ -279,10 +280,12 @@ def _check_reasoning_name(spec: dict) -> list[LintWarning]:
                else f"its open delimiter {json.dumps(by_open[0], ensure_ascii=False)} marks reasoning")
         out.append(LintWarning(
             "reasoning-field-name", f"fields.{name}",
-            f"Field '{name}' looks like the reasoning field ({why}), but chat templates read reasoning from "
-            f"'{REASONING_KEY}': a parsed message appended to the chat loses its reasoning when re-rendered.",
-            f"Rename the field '{name}' to '{REASONING_KEY}' (vLLM's response_template parser wants "
-            f"'thinking' instead; see the compatibility section).",
+            f"Field '{name}' looks like the reasoning field ({why}), but consumers read reasoning from "
+            f"'{REASONING_KEY}' (most chat templates, e.g. Qwen3's) or '{VLLM_REASONING_KEY}' (gpt-oss's chat "
+            f"template, and the only name vLLM's response_template parser accepts): a parsed message appended to "
+            f"the chat loses its reasoning when re-rendered.",
+            f"Rename the field '{name}' to the key your chat template reads: '{REASONING_KEY}', or "
+            f"'{VLLM_REASONING_KEY}' (also for vLLM; see the compatibility section).",
         ))
     return out
 
@@ -319,7 +322,8 @@ def _check_overwrite(spec: dict) -> list[LintWarning]:
                 f"The implicit field '{name}' does not repeat, so any text {' or '.join(reentry)} (even a "
                 f"newline) opens it again and the new value replaces the earlier one.{example}",
                 f'Add "repeats": true and "join": "" to fields.{name}, so later pieces are appended '
-                f"instead of replacing earlier ones.",
+                f"instead of replacing earlier ones (vLLM's response_template parser refuses join on content: "
+                f'for it, "repeats": true alone; it joins the streamed pieces itself).',
                 # Text after the field's own close (usually the stop token) is rare; after a block it is common.
                 severity="warning" if explicit_with_close else "info",
             ))

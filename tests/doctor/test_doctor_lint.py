@@ -46,12 +46,19 @@ def test_accepts_json_text_and_rejects_invalid_templates():
 # ---- reasoning-field-name
 
 
-def test_reasoning_field_name_triggers_on_thinking():
-    spec = clean(reasoning_content=None, thinking={"open": "<think>", "close": "</think>", "repeats": True,
+def test_reasoning_field_name_triggers_on_other_reasoning_names_and_offers_both_read_keys():
+    spec = clean(reasoning_content=None, thoughts={"open": "<think>", "close": "</think>", "repeats": True,
                                                    "join": ""})
     [w] = only(spec, "reasoning-field-name")
-    assert w.path == "fields.thinking"
-    assert "reasoning_content" in w.fix
+    assert w.path == "fields.thoughts"
+    assert "'reasoning_content'" in w.fix and "'thinking'" in w.fix
+
+
+def test_reasoning_field_name_quiet_for_thinking_the_key_vllm_and_gpt_oss_read():
+    """vLLM's response_template parser reads reasoning only from 'thinking' (and gpt-oss's chat template reads
+    message.thinking): lint must not tell a template that vLLM accepts to rename it (no rule no template meets)."""
+    spec = clean(reasoning_content=None, thinking={"open": "<think>", "close": "</think>", "repeats": True})
+    assert only(spec, "reasoning-field-name") == []
 
 
 def test_reasoning_field_name_triggers_on_reasoning_open_delimiter():
@@ -297,6 +304,7 @@ def test_compatibility_of_transformers_style_template():
     assert c["transformers"].accepted and c["transformers"].reasons == ()
     assert not c["vllm"].accepted
     assert any("reasoning_content" in r and "thinking" in r for r in c["vllm"].reasons)
+    assert "vllm/parser/response_template.py" in c["vllm"].basis  # where the rule was read
 
 
 def test_compatibility_vllm_accepts_plain_thinking_content_tool_calls():
@@ -314,7 +322,34 @@ def test_compatibility_vllm_rejects_non_text_content():
     [reason] = _compat(spec)["vllm"].reasons
     assert "plain text" in reason and "json" in reason
     spec = {"start_anchor": "A:", "fields": {"content": {"repeats": True, "join": ""}}}
-    assert not _compat(spec)["vllm"].accepted
+    [reason] = _compat(spec)["vllm"].reasons
+    assert "join" in reason
+    spec = {"start_anchor": "A:", "fields": {"content": {"transform": "{content}"}}}
+    assert "transform" in _compat(spec)["vllm"].reasons[0]
+
+
+def test_compatibility_vllm_rule_is_vllms_own():
+    """vLLM's validate_response_template_for_serving (vllm/parser/response_template.py): repeats and content_args
+    are allowed on thinking/content; join and transform are not; defaults may only set role."""
+    spec = {"defaults": {"role": "assistant"}, "start_anchor": "A:", "fields": {
+        "thinking": {"open": "<think>", "close": "</think>", "repeats": True},
+        "content": {"repeats": True, "content_args": {"strip": False}}}}
+    assert _compat(spec)["vllm"].accepted
+    spec["defaults"]["name"] = "bot"
+    [reason] = _compat(spec)["vllm"].reasons
+    assert "defaults may only set role" in reason and "name" in reason
+
+
+def test_a_template_can_satisfy_lint_and_vllm_at_once():
+    """No lint rule demands what vLLM refuses: a thinking/content/tool_calls template with content repeating
+    (no join) draws no lint warning and vLLM accepts it."""
+    spec = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n", "fields": {
+        "thinking": {"open": "<think>", "close": "</think>", "repeats": True},
+        "tool_calls": clean()["fields"]["tool_calls"],
+        "content": {"close_pattern": "(?=<tool_call>)|<\\|im_end\\|>", "repeats": True}}}
+    report = lint(spec)
+    assert [w for w in report.warnings if w.severity == "warning"] == [], report.format()
+    assert {c.target: c.accepted for c in report.compatibility} == {"transformers": True, "vllm": True}
 
 
 def test_compatibility_of_invalid_template_never_raises():
