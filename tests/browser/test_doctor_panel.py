@@ -15,7 +15,10 @@ FIXED = {
     "start_anchor": "<|im_start|>assistant\n",
     "fields": {
         "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
+        # The call closes only where the quotes since <tool_call> balance (lint's close-in-json flags a plain close).
+        "tool_calls": {"open": "<tool_call>",
+                       "close_pattern": r'(?<=<tool_call>(?:[^"\\<]|"(?:[^"\\]|\\.)*")*)</tool_call>',
+                       "content": "json", "repeats": True,
                        "transform": {"type": "function", "function": "{content}"}},
         "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
     },
