@@ -23,7 +23,10 @@ N_TRAIN = 6000
 def train_examples():
     return (data.make_examples(N_TRAIN, "train", 0) + data.make_examples(500, "train", 0, drill=True)
             + data.make_echo_examples(500, 0) + data.make_examples(2000, "train", 0, focus=True)
-            + data.make_examples(300, "train", 0, drill=True, focus=True) + data.make_echo_examples(300, 0, focus=True))
+            + data.make_examples(300, "train", 0, drill=True, focus=True) + data.make_echo_examples(300, 0, focus=True)
+            + data.make_examples(2000, "train", 0, boundary=True)
+            + data.make_examples(300, "train", 0, drill=True, boundary=True)
+            + data.make_echo_examples(300, 0, focus=True, boundary=True))
 
 
 @pytest.fixture(scope="module")
@@ -204,3 +207,74 @@ def test_splits_are_reproducible_from_the_seed():
     assert data.make_examples(50, "train", 3) != data.make_examples(50, "train", 4)
     assert data.make_echo_examples(20, 3) == data.make_echo_examples(20, 3)
     assert data.make_examples(50, "train", 3, focus=True) == data.make_examples(50, "train", 3, focus=True)
+
+
+def _calls_of(ex):
+    """The calls of a call example, or the calls an answer example's results came from (the last
+    assistant turn with calls: earlier exchanges may have their own)."""
+    return ex.get("expected_calls") or [m for m in ex["messages"] if m.get("tool_calls")][-1]["tool_calls"]
+
+
+def test_boundary_mix_puts_words_after_values_and_copies_only_the_value():
+    """Part 4's mix: a city is often followed by more words ("... in Harborage tonight?"), and the
+    call's value is the name alone, never the words after it."""
+    examples = data.make_examples(3000, "train", 9, boundary=True)
+    followed = total = 0
+    trailers = [t.strip(" ,.!;:-()") for t in data._TRAILERS if t.strip(" ,.!;:-()")]
+    for ex in examples:
+        if ex["kind"] == "plain":
+            continue
+        user = [m for m in ex["messages"] if m["role"] == "user"][-1]["content"]
+        for call in _calls_of(ex):
+            city = call["function"]["arguments"].get("city")
+            if city is None:
+                continue
+            total += 1
+            after = user[user.index(city) + len(city):]
+            # the value is whole: the next character ends the name
+            assert after[:1] in ("", " ", "?", ".", "!", ",", ";", ":", ")"), (user, city)
+            assert not any(city.lower().endswith(" " + t.split()[0]) for t in trailers), (user, city)
+            followed += bool(re.match(r"[ ,;:(]+[a-z]", after))
+    assert total > 1000 and followed / total > 0.3
+
+
+def test_boundary_mix_has_long_names_mixed_pairs_and_both_currencies():
+    examples = data.make_examples(3000, "train", 9, boundary=True)
+    focus = data.make_examples(3000, "train", 9, focus=True)
+
+    def cities(exs):
+        return [c["function"]["arguments"]["city"] for ex in exs if ex["kind"] != "plain" for c in _calls_of(ex)
+                if "city" in c["function"]["arguments"]]
+
+    mean = lambda xs: sum(map(len, xs)) / len(xs)  # noqa: E731
+    assert mean(cities(examples)) > 1.1 * mean(cities(focus))
+    assert sum(len(c) >= 11 for c in cities(examples)) / len(cities(examples)) > 0.3
+    # two calls of different tools in one request, in the order the message asks
+    mixed = [ex for ex in examples if ex["kind"] == "call" and len({c["function"]["name"] for c in _calls_of(ex)}) == 2]
+    assert len(mixed) > 100
+    for ex in mixed:
+        user = ex["messages"][-1]["content"]
+        first, second = ([str(v) for v in c["function"]["arguments"].values() if str(v) in user] for c in _calls_of(ex))
+        assert first and second, user
+        if set(first) & set(second):  # the weather and the time of one city
+            continue
+        assert min(user.index(v) for v in first) < max(user.rindex(v) for v in second), user
+    # exchange rates always name both currencies, each copied from the message
+    fx = [c for ex in examples if ex["kind"] != "plain" for c in _calls_of(ex)
+          if c["function"]["name"] == "get_exchange_rate"]
+    assert len(fx) > 150
+    assert all(set(c["function"]["arguments"]) == {"base", "target"} for c in fx)
+    # the boundary stream is its own
+    assert data.training_block("boundary", 0, 0, 64, 0.15, 0.1) != data.training_block("focus", 0, 0, 64, 0.15, 0.1)
+
+
+def test_boundary_mix_answers_questions_it_cannot_know_briefly_without_a_call():
+    examples = data.make_examples(3000, "train", 9, boundary=True)
+    plain = [ex for ex in examples if ex["kind"] == "plain"]
+    unknown = [ex for ex in plain if ex["target"]["content"] in data._UNKNOWN_ANSWERS]
+    assert len(unknown) > 0.4 * len(plain)
+    assert sum(bool(ex["tools"]) for ex in unknown) > 0.5 * len(unknown)
+    assert all("tool_calls" not in ex["target"] and len(ex["target"]["content"]) < 100 for ex in unknown)
+    # some of them say "in <word>" (where v3 called get_weather with the word as the city)
+    assert sum(" in " in ex["messages"][-1]["content"] for ex in unknown) > 50
+    assert not set(data.user_messages(plain)) & set(data.plain_held_out_questions())

@@ -816,10 +816,12 @@ def _two_cities(split: str, rng: random.Random, focus: bool = False) -> tuple[st
     return c1, c2
 
 
-def _request(split: str, rng: random.Random, kind: str | None = None, focus: bool = False
-             ) -> tuple[str, list[dict]]:
+def _request(split: str, rng: random.Random, kind: str | None = None, focus: bool = False,
+             boundary: bool = False) -> tuple[str, list[dict]]:
     """A user message and the calls that answer it (one or two); ``focus``: the focus mix's
-    request kinds and values (see ``make_example``)."""
+    request kinds and values; ``boundary``: the boundary mix's (see ``make_example``)."""
+    if boundary:
+        return _boundary_request(rng, kind)
     kind = kind or rng.choices(_KINDS, weights=_FOCUS_KIND_WEIGHTS if focus else _KIND_WEIGHTS)[0]
     phrase = _phrase(kind, split, rng)
     if kind == "weather":
@@ -866,6 +868,313 @@ def _request(split: str, rng: random.Random, kind: str | None = None, focus: boo
     e2, v2 = _expr(split, rng)
     return (phrase.format(expr=e1, expr2=e2),
             [_call("calculate", {"expression": e1, "_value": v1}), _call("calculate", {"expression": e2, "_value": v2})])
+
+
+# ---------------------------------------------------------------------------------------------
+# The boundary mix (part 4 of the shipped model's training): where a value ends, long names,
+# two calls of mixed tools, exchange rates that name both currencies, and plain questions the
+# model cannot know, answered briefly and honestly. v3 copied the words after a value with it
+# ("Fez tonight"), cut long names, made one call for two requests, dropped the target currency,
+# and looped or called get_weather on plain questions unlike the trained ones.
+# ---------------------------------------------------------------------------------------------
+
+# What users write after a value: time words, politeness, clauses, punctuation and a new
+# sentence. Lower case (or after punctuation), so a value's end is where its capitals stop.
+_TRAILERS = [
+    " today", " tonight", " tomorrow", " this weekend", " right now", " now", " at the moment",
+    " currently", " this morning", " this afternoon", " this evening", " at the minute", " these days",
+    " later today", " just now", " as we speak", " this week", " at noon", " before noon",
+    ", please", " please", " for me", " for me, please", ", thanks", " thanks", " if you can",
+    " before I leave", " where my sister lives", " where I'm heading", " for my trip", " on my trip",
+    " where we are meeting", " because I fly there soon", " where my parents live", " first",
+    " exactly", " again", ", quickly", " by any chance", " when you get a chance",
+    ". Thanks!", ". I'm packing now.", "! I need to know.", ". Asking for a friend.", " :)",
+    ", I'm going there soon.", "; my meeting is there.", ". Cheers.", " - thank you!",
+    " or not", " or what", " (I'm travelling)", " (for work)", " btw", "...",
+]
+
+# New training phrasings of the boundary mix (none matches a held-out phrasing: see
+# ``overlap_with_training``); values mid-sentence, followed by words, or named once and
+# referred to as "there".
+_BOUNDARY_PHRASINGS = {
+    "weather": [
+        "I'm driving to {city} this weekend. What's the weather like there?",
+        "Heading to {city} tomorrow; how's the weather there?", "We land in {city} at noon. Is it raining there?",
+        "My sister lives in {city}. Is it warm there today?", "Weather in {city} tonight?",
+        "Is it sunny in {city} today or not?", "What's the weather in {city} like this afternoon?",
+        "In {city} right now, is it raining?", "{city}: what's the weather?", "{city} - is it cold there?",
+        "Could you check whether it is snowing in {city} right now?", "Is it stormy in {city} tonight?",
+        "What's the weather doing in {city} this morning?", "Is the weather nice in {city} for a walk?",
+        "I'm off to {city} later. Weather?", "The weather in {city}, please, before I go out.",
+        "Tell me how warm it is in {city} at the moment.", "Is it foggy over {city} this evening?",
+        "Need the weather for {city} for my trip.", "Can I go hiking in {city} today, weather-wise?",
+        "How is it outside in {city} these days?", "We are meeting in {city} tomorrow; check the weather there.",
+        "Weather report: {city}, today.", "What's the temperature like in {city} right now?",
+        "Is it warm and sunny in {city}?", "Wind and rain in {city} today?", "Hot or cold in {city} right now?",
+        "Is it dry or wet in {city} this morning?", "Friends and family are in {city}; is it nice there?",
+    ],
+    "time": [
+        "My brother is in {city}. What time is it there?", "What time is it in {city} right now?",
+        "Is it already evening in {city} now?", "{city}: what's the time?", "Local time in {city}, please.",
+        "I have a call with {city} soon; what time is it there?", "What's the time in {city} at the moment?",
+        "In {city}, what time is it now?", "Time in {city} right now, please.", "Is it past noon in {city} yet?",
+        "Can you tell me the current time over in {city}?", "Our team sits in {city}. What's their local time?",
+        "Check the clock in {city} for me.", "What time do they have in {city} today?",
+        "Is it day or night in {city}?", "Morning or afternoon in {city} now?",
+        "Hours and minutes in {city} right now?", "Family in {city}: is it too late to call them?",
+    ],
+    "fx": [
+        "How many {target} is one {base} worth?", "How many {target} will one {base} buy?",
+        "How much {target} is one {base} right now?", "{target} per {base}?", "How many {target} per {base}?",
+        "Convert 1 {base} to {target}.", "I need {target}. What's the rate from {base}?",
+        "Exchange {base} for {target}: what's the rate?", "What's one {base} in {target} today?",
+        "{base} -> {target} rate", "How strong is the {base} against the {target} today?",
+        "Give me the {base}/{target} rate.", "What rate do I get going from {base} to {target}?",
+        "The {base} to {target} exchange rate, please.", "I'm paying in {target}; how much is a {base}?",
+        "What is {base} worth in {target}?", "Swap {base} into {target}: current rate?",
+        "I have {base} and need {target}. Exchange rate?", "Rate for {base} to {target} right now?",
+        "How much {target} do I need for a single {base}?", "Show the {base}/{target} exchange rate.",
+        "What's the exchange rate between {base} and {target}?", "Exchange rate between {base} and {target}, please.",
+        "Compare {base} and {target}: how much {target} is one {base}?", "{base} and {target}, what's the rate?",
+    ],
+    "search": [
+        "Pull up some articles about {topic}.", "Find me a few pages on {topic}.", "Could you get some links about {topic}?",
+        "Show me what the web says about {topic}.", "Do a quick search on {topic}.", "Start a search for {topic}.",
+        "Look online for anything about {topic}.", "I'm curious about {topic}; search the web.",
+        "Search the internet for {topic}, please.", "Fetch some web pages on {topic}.",
+    ],
+    "search_n": [
+        "I want {n} pages about {topic}.", "Could I get {n} results on {topic}?", "{n} links on {topic}, please.",
+        "Show me {n} articles about {topic}.", "Only {n} results for {topic}.", "Search {topic} and keep it to {n} results.",
+    ],
+    "two_weather": [
+        "Which is sunnier, {city} or {city2}?", "Weather: {city} vs {city2}?", "Is {city} colder than {city2} today?",
+        "{city} or {city2}: where is it warmer right now?", "What's the weather in {city} and what about {city2}?",
+        "Tell me the weather in {city}, then in {city2}.", "How's the weather in {city}? And in {city2}?",
+        "Weather in {city} today, and in {city2}?", "Is it raining in {city} or in {city2}?",
+        "Check the weather for {city} and also for {city2}, please.", "Compare {city} with {city2} for weather.",
+        "I might go to {city} or {city2} this weekend. How's the weather in both?",
+        "Where is it windier right now, {city} or {city2}?", "Weather for {city} and {city2} this evening?",
+    ],
+    "two_time": [
+        "What time is it in {city}, and in {city2}?", "Time in {city} vs {city2}?", "Is it later in {city} or {city2}?",
+        "Clocks: {city} and {city2}.", "Show me the local times of {city} and {city2}.",
+        "What do the clocks read in {city} and {city2}?", "Local time in {city} and in {city2} right now?",
+        "What time is it now in {city}? And in {city2}?", "Tell me the time in {city}, then in {city2}.",
+        "My friends are in {city} and {city2}; what time is it for each of them?",
+    ],
+    "weather_time": [
+        "In {city}, what's the time, and is it raining there?", "{city}: local time and weather, please.",
+        "Time in {city}? And the weather there?", "What's the hour and the weather in {city}?",
+        "I'm phoning my aunt in {city}. What time is it there, and what's the weather like?",
+        "Weather and local time for {city} right now?", "What time is it in {city} and how warm is it there?",
+        "How's the weather in {city}, and what time is it there?", "Check the weather in {city}, and the time there too.",
+        "For {city}: the time, then the weather.", "I'm landing in {city} soon. What's the time and weather there?",
+        "Is it night in {city} yet, and is it cold there?",
+    ],
+    "two_calc": [
+        "Solve {expr} and {expr2}.", "{expr} and {expr2}?", "Two sums: {expr}, {expr2}.",
+        "Calculate both {expr} and {expr2}.", "What is {expr}? And {expr2}?", "First {expr}, then {expr2}, please.",
+    ],
+}
+
+# Which tool a two-call request names first (weather and time of one city)
+_TIME_WORDS = re.compile(r"\b(?:time|times|hour|clock|clocks|night|evening)\b", re.I)
+_WEATHER_WORDS = re.compile(r"\b(?:weather|raining|rain|warm|cold|sunny|forecast|temperature)\b", re.I)
+
+# Place-name endings: a word or piece followed by one of these makes a long name whose start is
+# itself a word ("Harborage", "Lanternburg"), where a copy must not stop early.
+_NAME_ENDINGS = ["age", "burg", "ville", "ton", "stad", "grad", "pur", "abad", "holm", "vik", "heim", "ford",
+                 "mouth", "chester", "field", "minster", "polis", "ona", "ia", "ora", "berg", "dorf", "sund",
+                 "borough", "wick", "caster", "ham", "hampton", "ridge", "lund", "ova", "ino", "asso", "ella"]
+_NAME_STARTS = """anchor harbor lantern maple river silver copper stone hollow amber ember falcon north
+south east west iron winter summer spring autumn salt green red black white gold cedar oak pine ash
+elm willow raven crow fox wolf bear hart lark swan bell mill brook moor marsh hill dale glen ford
+bridge castle church king queen port mark star sun moon""".split()
+
+
+def _long_city(rng: random.Random) -> str:
+    """A long made-up place name: three or four pieces of training words, or a word and a
+    place-name ending (``"Harborage"``, ``"Cedarminster"``), sometimes two such words."""
+    def word(r: random.Random) -> str:
+        if r.random() < 0.5:
+            return "".join(_spliced_word(r) for _ in range(r.choice([1, 2]))).capitalize()[:16]
+        start = r.choice(_NAME_STARTS) if r.random() < 0.6 else _spliced_word(r)
+        return (start + r.choice(_NAME_ENDINGS)).capitalize()
+
+    def make(r: random.Random) -> str:
+        return " ".join(word(r) for _ in range(r.choice([1, 1, 1, 2])))
+
+    return _made_up(make, rng)
+
+
+def _boundary_city(rng: random.Random) -> str:
+    """A city for the boundary mix: a long made-up name two times in five, else as the focus mix."""
+    return _long_city(rng) if rng.random() < 0.4 else _city("train", rng, focus=True)
+
+
+def _trail(phrasing: str, rng: random.Random) -> str:
+    """``phrasing`` with words after one of its values: a trailer goes between a city or currency
+    placeholder and the punctuation (or end) that follows it."""
+    spots = [m.end() for m in re.finditer(r"\{(?:city|city2|base|target)\}(?=[?.!,;:]|$)", phrasing)]
+    if not spots:
+        return phrasing
+    at = rng.choice(spots)
+    rest = phrasing[at:]
+    trailers = _TRAILERS if rest in ("", "?", ".", "!") else [t for t in _TRAILERS if t[-1].isalpha()]
+    trailer = rng.choice(trailers)
+    if not trailer[-1].isalpha():  # a trailer that ends the sentence replaces its stop
+        rest = ""
+    return phrasing[:at] + trailer + rest
+
+
+# Mixed pairs: two requests of different tools in one message, joined as users do
+_PAIR_KINDS = ["weather", "time", "convert", "calc", "search", "fx"]
+_PAIR_JOINS = [" And ", " Also, ", " Then ", " Plus, ", " After that, ", " Oh, and "]
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if text[:1].isupper() and text[1:2].islower() else text
+
+
+def _boundary_request(rng: random.Random, kind: str | None = None) -> tuple[str, list[dict]]:
+    """A request of the boundary mix and its calls (see the section comment above)."""
+    kind = kind or rng.choices(
+        ["weather", "time", "fx", "two_weather", "two_time", "weather_time", "two_calc", "pair",
+         "convert", "calc", "search", "weather_unit", "search_n"],
+        weights=[12, 8, 12, 5, 4, 5, 2, 5, 5, 4, 6, 2, 3])[0]
+    if kind == "pair":
+        k1, k2 = rng.sample(_PAIR_KINDS, 2)
+        u1, c1 = _boundary_request(rng, k1)
+        u2, c2 = _boundary_request(rng, k2)
+        if not any(u2.startswith(str(v)) for c in c2 for v in c["function"]["arguments"].values()):
+            u2 = _lower_first(u2)  # a value that starts the request keeps its capitals
+        if rng.random() < 0.5 and u1[-1:] in "?.":
+            text = u1[:-1] + rng.choice([" and ", ", and ", "; also "]) + u2
+        else:
+            text = u1 + rng.choice(_PAIR_JOINS) + u2
+        return text, c1 + c2
+    pool = _BOUNDARY_PHRASINGS.get(kind, [])
+    if pool and rng.random() < 0.6:
+        phrase = rng.choice(pool)
+    else:
+        phrase = _phrase(kind, "train", rng)
+    if rng.random() < 0.5:
+        phrase = _trail(phrase, rng)
+    if kind in ("weather", "time"):
+        c = _boundary_city(rng)
+        return phrase.format(city=c), [_call("get_weather" if kind == "weather" else "get_time", {"city": c})]
+    if kind in ("two_weather", "two_time"):
+        c1 = _boundary_city(rng)
+        c2 = _boundary_city(rng)
+        while c2 == c1:
+            c2 = _boundary_city(rng)
+        name = "get_weather" if kind == "two_weather" else "get_time"
+        return phrase.format(city=c1, city2=c2), [_call(name, {"city": c1}), _call(name, {"city": c2})]
+    if kind == "weather_time":
+        c = _boundary_city(rng)
+        text = phrase.format(city=c)
+        probe = text.replace(c, " ")
+        t, w = _TIME_WORDS.search(probe), _WEATHER_WORDS.search(probe)
+        calls = [_call("get_weather", {"city": c}), _call("get_time", {"city": c})]
+        if t and (not w or t.start() < w.start()):
+            calls.reverse()
+        return text, calls
+    if kind == "fx":
+        b, t = _currency_pair("train", rng)
+        return phrase.format(base=b, target=t), [_call("get_exchange_rate", {"base": b, "target": t})]
+    if kind == "two_calc":
+        (e1, v1), (e2, v2) = _expr("train", rng), _expr("train", rng)
+        return (phrase.format(expr=e1, expr2=e2),
+                [_call("calculate", {"expression": e1, "_value": v1}), _call("calculate", {"expression": e2, "_value": v2})])
+    return _request("train", rng, kind, focus=True)
+
+
+# Plain questions no tool answers and a tiny model cannot know: many subjects and forms (some
+# with "in ..." or a time word, where v3 called get_weather with the phrase as the city),
+# answered briefly and honestly.
+_UNKNOWN_FORMS = [
+    "Why do {nouns} {verb}?", "Tell me something about {nouns}.", "Who invented {nouns}?",
+    "How do {nouns} work?", "Explain {nouns} briefly.", "Describe {nouns} in a few words.",
+    "What's the history of {nouns}?", "Are {nouns} dangerous?", "Give me a quote about {nouns}.",
+    "Write a limerick about {nouns}.", "What's the difference between {nouns} and {nouns2}?",
+    "Recommend a {media} for {occasion}.", "Suggest a {media} for {occasion}, please.",
+    "How do you say {phrase} in {language}?", "Translate {phrase} into {language}.",
+    "Which language do people speak in {country}?", "What is the national dish of {country}?",
+    "What is the population of {country}?", "What's the most famous song from {country}?",
+    "Who will win the next {sport} championship?", "What will the stock market do next year?",
+    "What number am I thinking of?", "What did I eat for breakfast?", "How tall is my house?",
+    "What's my best friend's favourite colour?", "Can you help me plan a {event}?",
+    "Can you help me pick a gift for my {relative}?", "Summarize {nouns} in two sentences.",
+    "Explain {nouns} in simple terms.", "What is the best way to learn about {nouns}?",
+    "Is it true that {nouns} {verb}?", "How many {nouns} are there in the world?",
+    "What should I cook for {occasion}?", "Tell me a story about {nouns}.", "What's your opinion on {nouns}?",
+    "How do I get better at {hobby}?", "Is {hobby} hard to learn?", "Why is {hobby} popular in {country}?",
+    "What do people in {country} eat for breakfast?", "Describe {season} in a few words.",
+    "What is the meaning of the word {word}?", "How do you pronounce {word}?",
+]
+_UNKNOWN_FILL = {
+    "verb": _TOPIC_VERBS + ["exist", "matter", "break", "move", "last"],
+    "media": ["book", "film", "podcast", "board game", "song", "recipe", "video game", "playlist"],
+    "occasion": ["a rainy day", "the evening", "my commute", "a long flight", "a party", "a quiet Sunday",
+                 "this summer", "a family dinner", "tonight", "the holidays"],
+    "phrase": ["goodbye", "good luck", "see you soon", "I love you", "happy birthday", "excuse me", "cheers",
+               "well done", "good evening"],
+    "language": ["Italian", "Japanese", "Dutch", "Swahili", "Korean", "Greek", "Finnish", "Polish", "Hindi",
+                 "Turkish", "Arabic", "Russian"],
+    "sport": ["football", "tennis", "chess", "cycling", "basketball", "cricket", "hockey"],
+    "event": ["party", "birthday dinner", "road trip", "study week", "wedding toast", "garden", "picnic"],
+    "relative": ["mother", "father", "sister", "uncle", "grandmother", "boss", "neighbour", "cousin"],
+    "hobby": ["chess", "painting", "knitting", "running", "baking", "singing", "surfing", "drawing",
+              "juggling", "gardening"],
+    "season": ["winter", "spring", "summer", "a snowy morning", "the seaside", "a busy market", "a thunderstorm"],
+}
+_UNKNOWN_ANSWERS = [
+    "I'm a tiny demo model, so I can't answer that reliably.",
+    "I don't know that for sure. I'm a very small model, so please check a trusted source.",
+    "Sorry, I can't be sure about that one; I'm only a tiny model.",
+    "That's beyond what a model my size knows well, so I won't guess.",
+    "Good question! I'm too small a model to answer it well.",
+    "I'm not sure. None of my tools covers that, and I'm a very small model.",
+]
+_GREETINGS = ["Hey", "Hi", "Hello", "Evening", "Good evening", "Good afternoon", "Howdy", "Hiya", "Hey there",
+              "Hello again", "Oi", "Sup"]
+_GREETING_FOLLOWS = ["Are you there?", "Is anyone here?", "Are you awake?", "Who is this?", "Who are you?",
+                     "What are you?", "Can you hear me?", "Are you a bot?", "Anyone home?", "You there?"]
+_GREETING_ANSWERS = ["Hello! I'm a tiny demo assistant. How can I help?", "Hi! I'm here. What can I do for you?",
+                     "Hello! I'm a small chat model that can use tools. What do you need?"]
+
+
+_CAPITAL_MORE = ["Tell me the capital of {country}.", "What's {country}'s capital?", "{country}: what is its capital?",
+                 "I forgot the capital of {country}. What is it?", "The capital of {country} is which city?",
+                 "Which city is {country}'s capital?", "Quick one: the capital of {country}?",
+                 "Can you tell me the capital city of {country}?"]
+
+
+def _unknown_question(rng: random.Random) -> tuple[str, str]:
+    """A plain question of the boundary mix and its answer: a greeting, a capital asked in new
+    ways, or a question a tiny model cannot know (never an evaluation question:
+    ``plain_held_out_questions``)."""
+    held_out = set(plain_held_out_questions())
+    while True:
+        r = rng.random()
+        if r < 0.15:
+            country, capital = rng.choice(_CAPITALS)
+            q = rng.choice(_CAPITAL_MORE).format(country=country)
+            q = q[0].upper() + q[1:]
+            a = rng.choice(_CAPITAL_ANSWERS).format(country=country, capital=capital)
+        elif r < 0.32:
+            q = rng.choice(_GREETINGS) + rng.choice([", ", "! ", ". ", "? "]) + rng.choice(_GREETING_FOLLOWS)
+            a = rng.choice(_GREETING_ANSWERS)
+        else:
+            fill = {k: rng.choice(v) for k, v in _UNKNOWN_FILL.items()}
+            n1, n2 = rng.sample(_TOPIC_NOUNS, 2)
+            fill.update(nouns=n1, nouns2=n2, country=rng.choice(_CAPITALS)[0], word=_random_word(rng))
+            q = rng.choice(_UNKNOWN_FORMS).format(**fill)
+            q = q[0].upper() + q[1:]
+            a = rng.choice(_UNKNOWN_ANSWERS)
+        if q not in held_out and not eval_names_in(q):
+            return q, a
 
 
 def _clean(call: dict) -> dict:
@@ -916,7 +1225,8 @@ def _tools_called(messages: list[dict]) -> set[str]:
     return {c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
 
 
-def make_example(split: str, rng: random.Random, drill: bool = False, focus: bool = False) -> dict:
+def make_example(split: str, rng: random.Random, drill: bool = False, focus: bool = False,
+                 boundary: bool = False) -> dict:
     """One training/evaluation example.
 
     Returns a dict with ``messages`` (the conversation before the assistant turn), ``tools``
@@ -934,6 +1244,11 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
     ``focus`` (training only) weights the mix toward what the v2 model got wrong: more answers
     after tool results and plain questions, more two-call requests, and half of the city names
     and made-up search words spliced from pieces of training words (``_spliced_word``).
+
+    ``boundary`` (training only) is the mix aimed at what v3 got wrong (``_boundary_request``,
+    ``_unknown_question``): values followed by other words, long names, two calls of mixed
+    tools, exchange rates in many phrasings, and plain questions the model cannot know,
+    answered briefly and honestly (six of the eight plain questions; the rest as before).
     """
     thinking = rng.random() < 0.5
     system = None if drill else rng.choice(_SYSTEMS)
@@ -942,13 +1257,15 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
         for _ in range(rng.choice([1, 1, 2])):
             messages += _exchange(rng)
     earlier = _tools_called(messages)
-    if focus:
+    if boundary:
+        weights = [3, 2, 0] if drill else [6, 3, 4]
+    elif focus:
         weights = [2, 3, 0] if drill else [5, 4, 4]
     else:
         weights = [3, 2, 0] if drill else ([6, 3, 3] if split == "train" else [5, 4, 3])
     kind = rng.choices(["call", "answer", "plain"], weights=weights)[0]
     if kind == "plain":
-        user, answer = _plain(split, rng)
+        user, answer = _unknown_question(rng) if boundary and rng.random() < 0.75 else _plain(split, rng)
         tools = _offered_tools(earlier, rng, split) if earlier or rng.random() < 0.75 else None
         messages.append({"role": "user", "content": user})
         target = {"role": "assistant", "content": answer}
@@ -964,7 +1281,7 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
             ])
         return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
 
-    user, calls = _request(split, rng, focus=focus)
+    user, calls = _request(split, rng, focus=focus, boundary=boundary)
     tools = _offered_tools({c["function"]["name"] for c in calls} | earlier, rng, split, drill)
     messages.append({"role": "user", "content": user})
     clean = [_clean(c) for c in calls]
@@ -999,11 +1316,13 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
             "expected_values": [v for c, r in zip(calls, results) for v in stated_values(c, r)]}
 
 
-def make_examples(n: int, split: str, seed: int, drill: bool = False, focus: bool = False) -> list[dict]:
+def make_examples(n: int, split: str, seed: int, drill: bool = False, focus: bool = False,
+                  boundary: bool = False) -> list[dict]:
     """``n`` examples of one split, reproducible from ``seed`` (``drill``: call drills,
-    ``focus``: the focus mix, see ``make_example``)."""
-    rng = random.Random(f"{split}:{seed}" + (":drill" if drill else "") + (":focus" if focus else ""))
-    return [make_example(split, rng, drill, focus) for _ in range(n)]
+    ``focus``: the focus mix, ``boundary``: the boundary mix, see ``make_example``)."""
+    rng = random.Random(f"{split}:{seed}" + (":drill" if drill else "") + (":focus" if focus else "")
+                        + (":boundary" if boundary else ""))
+    return [make_example(split, rng, drill, focus, boundary) for _ in range(n)]
 
 
 _ECHO = [  # (request, answer) forms of the copy drills; {x} and {y} are made-up values
@@ -1068,10 +1387,14 @@ def make_echo_example(rng: random.Random, focus: bool = False) -> dict:
             "thinking": thinking, "kind": "plain", "target": target}
 
 
-def make_echo_examples(n: int, seed: int, focus: bool = False) -> list[dict]:
-    """``n`` copy drills (``make_echo_example``), reproducible from ``seed``."""
-    rng = random.Random(f"echo:{seed}" + (":focus" if focus else ""))
+def make_echo_examples(n: int, seed: int, focus: bool = False, boundary: bool = False) -> list[dict]:
+    """``n`` copy drills (``make_echo_example``), reproducible from ``seed`` (``boundary``: a stream
+    of its own)."""
+    rng = random.Random(f"echo:{seed}" + (":focus" if focus else "") + (":boundary" if boundary else ""))
     return [make_echo_example(rng, focus) for _ in range(n)]
+
+
+PHASES = ("copy", "main", "focus", "boundary")  # the example streams of training_block
 
 
 def training_block(phase: str, seed: int, number: int, size: int, drill_share: float = 0.0,
@@ -1079,19 +1402,20 @@ def training_block(phase: str, seed: int, number: int, size: int, drill_share: f
     """Block ``number`` of a training run's example stream (what ``train.py`` draws).
 
     ``phase`` ``"copy"``: ``size`` copy drills; ``"main"``: conversations with a ``drill_share``
-    of call drills and an ``echo_share`` of copy drills; ``"focus"``: the same shares of the
-    focus mix (``make_example``), a separate stream. Drawn from ``seed * 100_003 + number``.
+    of call drills and an ``echo_share`` of copy drills; ``"focus"`` and ``"boundary"``: the same
+    shares of the focus or boundary mix (``make_example``; the boundary mix's copy drills are the
+    focus mix's), each a separate stream. Drawn from ``seed * 100_003 + number``.
     """
     block_seed = seed * 100_003 + number
     if phase == "copy":
         return make_echo_examples(size, block_seed)
-    focus = phase == "focus"
-    if not focus and phase != "main":
+    if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}")
+    focus, boundary = phase == "focus", phase == "boundary"
     n_drill, n_echo = int(size * drill_share), int(size * echo_share)
-    return (make_examples(size - n_drill - n_echo, "train", block_seed, focus=focus)
-            + make_examples(n_drill, "train", block_seed, drill=True, focus=focus)
-            + make_echo_examples(n_echo, block_seed + 7, focus))
+    return (make_examples(size - n_drill - n_echo, "train", block_seed, focus=focus, boundary=boundary)
+            + make_examples(n_drill, "train", block_seed, drill=True, focus=focus, boundary=boundary)
+            + make_echo_examples(n_echo, block_seed + 7, focus or boundary, boundary))
 
 
 def user_messages(examples: list[dict]) -> list[str]:

@@ -358,12 +358,13 @@ def describe(name: str, encoded: list[tuple[list[int], list[int]]]) -> str:
 
 
 def _block_numbers(text: str) -> dict:
-    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12, "focus": 0}`` (phases not named start at 0)."""
-    out = {"copy": 0, "main": 0, "focus": 0}
+    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12, "focus": 0, "boundary": 0}`` (phases not
+    named start at 0)."""
+    out = dict.fromkeys(data.PHASES, 0)
     for part in text.split(","):
         phase, _, number = part.partition("=")
         if phase not in out or not number.isdigit():
-            raise argparse.ArgumentTypeError(f"expected copy=N,main=M,focus=K, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected copy=N,main=M,focus=K,boundary=L, got {text!r}")
         out[phase] = int(number)
     return out
 
@@ -401,12 +402,14 @@ def main(argv: list[str] | None = None) -> dict:
                          "tokens at 4.7 nats after 1000 steps, against 0.9 at the full rate after a 600-step copy phase")
     ap.add_argument("--resume", default=None,
                     help="continue training this saved model folder (tokenizer and weights; fresh optimiser)")
-    ap.add_argument("--first-block", type=_block_numbers, default={"copy": 0, "main": 0, "focus": 0},
-                    metavar="copy=N,main=M,focus=K",
+    ap.add_argument("--first-block", type=_block_numbers, default=dict.fromkeys(data.PHASES, 0),
+                    metavar="copy=N,main=M,focus=K,boundary=L",
                     help="block numbers the data streams start at (a resumed run: past what the first part drew)")
-    ap.add_argument("--mix", choices=["main", "focus"], default="main",
+    ap.add_argument("--mix", choices=["main", "focus", "boundary"], default="main",
                     help="the conversation stream after the copy phase: 'focus' weights it toward what v2 got "
-                         "wrong (data.make_example): answers, plain questions, two calls, values of common pieces")
+                         "wrong (data.make_example): answers, plain questions, two calls, values of common pieces; "
+                         "'boundary' toward what v3 got wrong: where a value ends, long names, mixed two-call "
+                         "requests, both currencies, plain questions it cannot know")
     ap.add_argument("--rope-theta", type=float, default=1e6)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=1,
