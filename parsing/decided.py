@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import regex
 
@@ -69,6 +70,32 @@ class Branch:
     decided: bool
     edge_final: bool = False
     sure_failure: bool = False
+
+
+@lru_cache(maxsize=1024)
+def alternative_patterns(source: str, flags: int) -> tuple | None:
+    """The top-level alternatives of a pattern, each compiled on its own with the pattern's flags; None when it
+    has one alternative, uses flags or syntax this split does not know, or an alternative does not compile alone.
+
+    Used to check a partial match the ``regex`` module reports for the whole alternation: with a lookbehind in
+    one alternative and another alternative elsewhere it may report one where no alternative matches even
+    partially (hermes' close ``(?<=<tool_call>...)</tool_call>\\s*|...|(?=<\\|im_end\\|>)`` at a
+    ``</tool_call>`` inside a JSON string, spanning to the buffer edge, whatever follows)."""
+    if flags & ~_PLAIN_FLAGS:
+        return None
+    sources = top_level_branches(source)
+    if sources is None or len(sources) < 2:
+        return None
+    patterns = []
+    for part in sources:
+        try:
+            rx = regex.compile(part, flags)
+        except regex.error:
+            return None
+        if rx.flags != flags:
+            return None  # an inline global flag applies to every branch
+        patterns.append(rx)
+    return tuple(patterns)
 
 
 def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:

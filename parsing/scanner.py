@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
+from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
 from .shapes import FAIL, MATCH, UNDECIDED, Shape, cut_off
 from .template import CompiledTemplate, Delimiter
@@ -660,7 +661,11 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     """
     prefilter = delim.prefilter
     if prefilter is None or delim.lookbehind is not None:
-        return clock.run(delim, "search", buf, at, ctx, partial=partial)
+        match = clock.run(delim, "search", buf, at, ctx, partial=partial)
+        while streaming and match is not None and match.partial and _no_alternative_at(delim, buf, match.start(),
+                                                                                          ctx, clock):
+            match = clock.run(delim, "search", buf, match.start() + 1, ctx, partial=partial)
+        return match
     decided = None
     if streaming and delim.max_width is not None and delim.lookahead is not None:
         decided = len(buf) - delim.max_width - delim.lookahead  # a match starting before this is decided
@@ -673,10 +678,23 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
         if m is not None:
             if not m.partial:
                 return m
-            if first_partial is None and (decided is None or p >= decided):
+            if first_partial is None and (decided is None or p >= decided) and not (
+                    streaming and pattern is None and _no_alternative_at(delim, buf, p, ctx, clock)):
                 first_partial = m
         p = prefilter.candidate(buf, p + 1)
     return first_partial
+
+
+def _no_alternative_at(delim: Delimiter, buf: str, at: int, ctx: ParseContext, clock: SearchClock) -> bool:
+    """Whether none of the pattern's top-level alternatives matches at ``at``, even partially, although the whole
+    pattern reported a partial match there (`parsing.decided.alternative_patterns`: the ``regex`` module can
+    report such a partial match, and holding there held the rest of the stream and re-read it on every feed:
+    a 5 KB hermes call with ``</tool_call>`` inside a string ran out of its regex budget streamed, while the
+    one-shot parse took 8 ms). A pattern that cannot be split is trusted."""
+    alternatives = alternative_patterns(delim.source, delim.regex.flags)
+    if alternatives is None:
+        return False
+    return all(clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rx) is None for rx in alternatives)
 
 
 def _may_match_at(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext,

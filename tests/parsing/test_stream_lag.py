@@ -27,3 +27,33 @@ def test_gpt_oss_reasoning_streams_right_after_its_open(size):
     text = "".join(streamed)
     # The words have streamed, but for at most RECHECK_CHARS and a chunk held while the candidate was still asked.
     assert words.startswith(text) and len(text) >= len(words) - RECHECK_CHARS - size, text
+
+
+@pytest.mark.parametrize("size", [1, 4])
+def test_a_close_named_inside_a_json_string_does_not_hold_the_rest_of_the_call(size):
+    """A model-author trial: a hermes call whose string argument mentions ``</tool_call>`` held everything after
+    that mention (the ``regex`` module reports a partial match of the whole close alternation there, though no
+    alternative matches even partially), re-reading it on every feed: 5 KB streamed ran out of its 1 s regex
+    budget where the one-shot parse took 8 ms. The mention is now released as argument text once it is ruled out,
+    and the streamed message is the one-shot one."""
+    family = load_family("hermes")
+    template = load_template(family.template)
+    prefix = family.prefixes["tools"]
+    half = "lorem ipsum dolor " * 30
+    output = ('<tool_call>\n{"name": "f", "arguments": {"s": "%s</tool_call> %s"}}\n</tool_call><|im_end|>'
+              % (half, half))
+    mention = output.index("</tool_call>")
+    parser = ResponseParser(template, prefix=prefix)
+    streamed = []
+    chunks = fixed_chunks(output, size)
+    for i, chunk in enumerate(chunks):
+        streamed += [e["text"] for e in parser.feed(chunk) if e["type"] == "region_chunk"]
+        if sum(map(len, chunks[:i + 1])) >= mention + 200:
+            break
+    # the mention and most of what follows it have streamed as the call's text ('<tool_call>' went to no region)
+    assert "</tool_call> lorem ipsum" in "".join(streamed)
+    for chunk in chunks[i + 1:]:
+        parser.feed(chunk)
+    from parsing import parse_response
+
+    assert parser.finalize()[0] == parse_response(output, template, prefix=prefix)
