@@ -63,13 +63,13 @@ from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
 # A partial regex match is left alone (held, its regex not run again) while none of the pattern's suffix literals
-# has arrived, for at most this many characters past its start; past that, its regex runs on every scan, so a
-# partial match that died is let go within that many characters.
+# has arrived. Its regex runs again (one anchored partial match) once the buffer has grown by RECHECK_CHARS since
+# it last ran, or, past WAIT_CHARS from its start, by a RECHECK_SHARE of the held text: a candidate the text has
+# ruled out stops holding within about that many characters, and the rechecks of a long partial match (a
+# 12,000-character gpt-oss call header) cost time linear in its length, not quadratic (each reads the held text).
 WAIT_CHARS = 256
-# While such a partial match is left alone, its regex runs again (one anchored partial match) once the buffer has
-# grown this much since it last ran: a candidate that the text has ruled out stops holding within about this many
-# characters (however the text was cut into chunks), at one regex call per this many characters.
 RECHECK_CHARS = 16
+RECHECK_SHARE = 4  # past WAIT_CHARS: rechecked when the held text has grown by a quarter
 
 
 class ScanState(SearchClock):
@@ -125,9 +125,13 @@ class ScanState(SearchClock):
         waits = self.waiting.get(id(delim))
         if waits is not None and waits[0] == at + base:
             return waits[1] is None or len(buf) + base < waits[1]
-        if len(buf) - at > WAIT_CHARS or _suffix_after(delim, buf, at):
+        if _suffix_after(delim, buf, at):
             return False
-        if len(buf) + base - self.checked >= RECHECK_CHARS and delim.split is None and not delim.edge_blind:
+        held = len(buf) - at
+        if held > WAIT_CHARS and (delim.split is not None or delim.edge_blind):
+            return False  # no recheck for these (below): their regex runs on every scan past WAIT_CHARS
+        if len(buf) + base - self.checked >= max(RECHECK_CHARS, held // RECHECK_SHARE if held > WAIT_CHARS else 0) \
+                and delim.split is None and not delim.edge_blind:
             self.checked = len(buf) + base
             return self.run(delim, "match", buf, at, ctx, partial=True) is not None
         return True
@@ -540,7 +544,9 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         continue
                     waiting = getattr(clock, "waiting", None)
                     waits = waiting.get(id(delim)) if waiting else None
-                    if (delim.suffixes is not None and end - at <= WAIT_CHARS and not _suffix_after(delim, buf, at)
+                    if (delim.suffixes is not None and (end - at <= WAIT_CHARS or delim.split is None
+                                                        and not delim.edge_blind)
+                            and not _suffix_after(delim, buf, at)
                             and _may_match_at(delim, buf, at, base, before, ctx, clock, window)
                             or waits is not None and waits[0] == at + base
                             and (waits[1] is None or end + base < waits[1])):
