@@ -15,7 +15,7 @@
 Each prints a readable report (``--json`` for JSON) and exits:
 
 - 0: every case passed / no probe failed (known limits of the template language do not count) / no lint
-  warning of severity "warning" (infos do not count unless ``--strict``);
+  finding of severity "error" or "warning" (infos do not count unless ``--strict``);
 - 1: a case failed / a probe failed / a lint warning;
 - 2: an input cannot be used (unreadable, not JSON, an invalid template, a malformed case or prefixes
   file, no cases), or bad arguments.
@@ -187,7 +187,7 @@ def _lint(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     report = lint(spec)
-    counted = [w for w in report.warnings if args.strict or w.severity == "warning"]
+    counted = [w for w in report.warnings if args.strict or w.severity != "info"]
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -26,12 +26,12 @@ Warning codes (`LintWarning.code`):
 - ``close-in-json``: the close delimiter of a ``json`` field matches text that
   occurs inside ordinary JSON bodies, or fires on its own text inside a JSON string value
   (``{"s": "see </tool_call>"}``), so the region closes too early.
-- ``invalid-regex``: a regex in ``content_args`` (``tag_pattern``, also in a nested ``value_parser``'s args)
+- ``invalid-regex`` (severity ``error``): a regex in ``content_args`` (``tag_pattern``, also in a nested ``value_parser``'s args)
   does not compile, has no ``key`` group, or is missing where ``xml-inline`` needs it: the loader accepts it (as
   transformers does) and every region of the field then fails to parse.
 - ``unknown-content-arg``: a ``content_args`` key the field's content parser does not read (a typo such as
   ``strin_delims``: it is silently ignored), a ``value_parser`` key other than ``name``/``args``, or a
-  ``value_parser`` naming no content parser. The known keys come from `parsing.content.CONTENT_ARGS`.
+  ``value_parser`` naming no content parser (severity ``error``: every such region fails). The known keys come from `parsing.content.CONTENT_ARGS`.
 - ``empty-match``: a pattern can match the empty string.
 - ``anchor-not-in-generation-prompt``: the start anchor does not occur in the
   generation prompt the tokenizer's chat template produces.
@@ -67,7 +67,10 @@ from .compat import VLLM_REASONING_KEY, Compatibility, compatibility
 from .probe_cases import BALANCED_JSON
 from .schema import wrong_types
 
-__all__ = ["LintReport", "LintWarning", "lint"]
+__all__ = ["LintReport", "LintWarning", "SEVERITIES", "lint"]
+
+#: Lint severities, most severe first; ``python -m parsing lint`` exits 1 on an error or a warning.
+SEVERITIES = ("error", "warning", "info")
 
 _REGEX_FLAGS = regex.DOTALL  # as the parser compiles patterns (content_args.tag_pattern is compiled here)
 _REGEX_TIMEOUT = 1.0  # seconds per search on the built-in samples
@@ -101,7 +104,8 @@ class LintWarning:
         path: dotted JSON path into the template (``""`` = the template as a whole).
         message: what is wrong and what it will do to parsed messages.
         fix: a suggested change to the template.
-        severity: ``"warning"`` (will hurt real outputs) or ``"info"`` (hurts
+        severity: ``"error"`` (every parse that reaches the fault fails: a content_args regex that does not
+            compile, a value_parser naming no parser), ``"warning"`` (will hurt real outputs) or ``"info"`` (hurts
             only some outputs; worth a look).
     """
 
@@ -608,7 +612,7 @@ def _check_content_args(spec: dict) -> list[LintWarning]:
                     "unknown-content-arg", f"{vp_path}.name",
                     f"value_parser names the content parser {json.dumps(parser)}, which does not exist: every "
                     f"region of field '{name}' with a value fails (KeyError).",
-                    f"Use one of {', '.join(CONTENT_ARGS)}."))
+                    f"Use one of {', '.join(CONTENT_ARGS)}.", severity="error"))
                 continue
             for key in [k for k in args if k not in known]:
                 close = difflib.get_close_matches(str(key), known, n=1)
@@ -639,7 +643,7 @@ def _check_tag_pattern(name: str, path: str, args: dict) -> list[LintWarning]:
             f"The xml-inline content parser of field '{name}' needs a tag_pattern; without one every region fails "
             f"(ValueError).",
             "Add tag_pattern, a regex with named groups key and value, e.g. "
-            + json.dumps(r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>") + ".")]
+            + json.dumps(r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>") + ".", severity="error")]
     if not isinstance(tag, str):
         return []  # wrong-type says so
     try:
@@ -651,13 +655,15 @@ def _check_tag_pattern(name: str, path: str, args: dict) -> list[LintWarning]:
             "invalid-regex", f"{path}.tag_pattern",
             f"tag_pattern does not compile: {exc.msg}{where}{pointer}. The template loads (transformers does not "
             f"check it either), but every region of field '{name}' fails to parse.",
-            "Fix the regex (an unclosed group or bracket, a bad escape); it needs named groups key and value.")]
+            "Fix the regex (an unclosed group or bracket, a bad escape); it needs named groups key and value.",
+            severity="error")]
     if "key" not in compiled.groupindex:
         return [LintWarning(
             "invalid-regex", f"{path}.tag_pattern",
             f"tag_pattern has no named group 'key', so every region of field '{name}' with a match fails "
             f"(ValueError).",
-            "Name the group that captures the parameter name (?P<key>...), and the value (?P<value>...).")]
+            "Name the group that captures the parameter name (?P<key>...), and the value (?P<value>...).",
+            severity="error")]
     return []
 
 
@@ -804,7 +810,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
         reference: passed to `parsing.doctor.compat.compatibility`.
 
     Returns:
-        a `LintReport`: the warnings (severity ``warning`` first, then ``info``; within each, check order:
+        a `LintReport`: the warnings (severity ``error``, then ``warning``, then ``info``; within each, check order:
         wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables,
         content_args (regexes, key names), close in JSON, empty matches, \\G, start anchor) and the compatibility
         section.
@@ -843,5 +849,5 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
         gp = (gp, 0)
     if gp is not None:
         warnings += _check_anchor(compiled, gp[0], gp[1])
-    warnings.sort(key=lambda w: w.severity != "warning")  # stable: check order within each severity
+    warnings.sort(key=lambda w: SEVERITIES.index(w.severity))  # stable: check order within each severity
     return LintReport(warnings, compatibility(compiled, reference=reference))

@@ -348,7 +348,7 @@ def test_a_template_can_satisfy_lint_and_vllm_at_once():
         "tool_calls": clean()["fields"]["tool_calls"],
         "content": {"close_pattern": "(?=<tool_call>)|<\\|im_end\\|>", "repeats": True}}}
     report = lint(spec)
-    assert [w for w in report.warnings if w.severity == "warning"] == [], report.format()
+    assert [w for w in report.warnings if w.severity != "info"] == [], report.format()
     assert {c.target: c.accepted for c in report.compatibility} == {"transformers": True, "vllm": True}
 
 
@@ -515,7 +515,7 @@ def test_invalid_tag_pattern_is_an_error_with_its_path_and_position():
     with pytest.raises(Exception):  # ... and every call then fails
         parsing.parse_response("<tool_call><a>1</a></tool_call><|im_end|>", spec, prefix=CHATML_PROMPT)
     [w] = only(spec, "invalid-regex")
-    assert w.severity == "warning" and w.path == "fields.tool_calls.content_args.tag_pattern"
+    assert w.severity == "error" and w.path == "fields.tool_calls.content_args.tag_pattern"
     assert "does not compile" in w.message and "at position 8" in w.message
 
 
@@ -546,6 +546,28 @@ def test_a_misspelt_content_arg_names_the_known_keys():
     assert found["fields.tool_calls.content_args.value_parser.args.kv_seperator"].fix == 'Rename it to "kv_sep".'
     bad_name = {"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>", "value_parser": {"name": "jsn"}}
     [w] = only(xml_call(bad_name), "unknown-content-arg")
-    assert w.path == "fields.tool_calls.content_args.value_parser.name"
+    assert w.path == "fields.tool_calls.content_args.value_parser.name" and w.severity == "error"
     assert only(clean(tool_calls={**TOOL, "content_args": {"string_delims": [["'", "'"]]}}),
                 "unknown-content-arg") == []
+
+
+def test_errors_come_first_and_fail_the_lint_command(tmp_path):
+    """A content_args regex that cannot compile fails every parse: severity error, listed before warnings, and
+    `python -m parsing lint` exits 1 on it (as on a warning)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    spec = xml_call({"tag_pattern": "(?P<key>"})
+    spec["fields"]["content"] = {"close": "<|im_end|>"}  # a warning too (the implicit field can be overwritten)
+    report = lint(spec)
+    assert [w.severity for w in report.warnings][:2] == ["error", "warning"]
+    assert report.format().startswith("ERROR [invalid-regex] fields.tool_calls.content_args.tag_pattern")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(xml_call({"tag_pattern": "(?P<key>"})))
+    assert [w.severity for w in lint(json.loads(path.read_text())).warnings] == ["error"]
+    root = pathlib.Path(parsing.__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "parsing", "lint", str(path)], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 1 and "ERROR [invalid-regex]" in proc.stdout, proc.stdout + proc.stderr
