@@ -15,7 +15,8 @@ Warning codes (`LintWarning.code`):
   chat templates read for every message.
 - ``reasoning-field-name``: reasoning stored under another key than ``reasoning_content`` (the key most chat
   templates read, e.g. Qwen3's) or ``thinking`` (gpt-oss's chat template; the only one vLLM's response_template
-  parser reads, see `parsing.doctor.compat`).
+  parser reads, see `parsing.doctor.compat`); with a tokenizer, also a reasoning field named one of the two
+  while its chat template reads the other (``message.thinking`` in gpt-oss's).
 - ``field-overwrite``: a non-repeating field can be opened again, and its
   second value replaces the first (the classic case: whitespace after a block
   reopens the implicit content field, whose empty value replaces real content).
@@ -291,6 +292,39 @@ def _check_reasoning_name(spec: dict) -> list[LintWarning]:
             f"Rename the field '{name}' to the key your chat template reads: '{REASONING_KEY}', or "
             f"'{VLLM_REASONING_KEY}' (also for vLLM; see the compatibility section).",
         ))
+    return out
+
+
+def _reads_key(chat_template: str, key: str) -> bool:
+    """True if a Jinja chat template reads ``message.KEY`` / ``message['KEY']`` / ``message.get('KEY')`` (the
+    message loop variable; a content block's ``block.thinking`` is another thing)."""
+    k = regex.escape(key)
+    pattern = rf"""\bmessage(?:\.{k}\b|\[\s*['"]{k}['"]|\.get\(\s*['"]{k}['"])"""
+    return regex.search(pattern, chat_template) is not None
+
+
+def _chat_template_text(tokenizer: Any) -> str:
+    """The tokenizer's chat template source (every named template joined), or ``""``."""
+    source = getattr(tokenizer, "chat_template", None)
+    if isinstance(source, dict):
+        return "\n".join(v for v in source.values() if isinstance(v, str))
+    return source if isinstance(source, str) else ""
+
+
+def _check_reasoning_read(spec: dict, chat_template: str) -> list[LintWarning]:
+    """The reasoning field is named for one consumer, and the tokenizer's chat template reads the other name."""
+    names = (REASONING_KEY, VLLM_REASONING_KEY)
+    out = []
+    for name in names:
+        other = names[1 - names.index(name)]
+        if name in spec["fields"] and _reads_key(chat_template, other) and not _reads_key(chat_template, name):
+            out.append(LintWarning(
+                "reasoning-field-name", f"fields.{name}",
+                f"The tokenizer's chat template reads reasoning from '{other}', not '{name}': a parsed message "
+                f"appended to the chat loses its reasoning when re-rendered.",
+                f"Rename the field '{name}' to '{other}'"
+                + (" (vLLM's response_template parser reads 'thinking' too)." if other == VLLM_REASONING_KEY
+                   else ", or render 'thinking' in the chat template (vLLM reads only 'thinking').")))
     return out
 
 
@@ -845,6 +879,8 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
                 f"Could not render a generation prompt with the tokenizer's chat template "
                 f"({type(exc).__name__}: {exc}), so the start anchor was not checked.",
                 "Load a tokenizer with a chat template to check the anchor.", severity="info"))
+    if tokenizer is not None:
+        warnings += _check_reasoning_read(spec, _chat_template_text(tokenizer))
     if isinstance(gp, str):
         gp = (gp, 0)
     if gp is not None:

@@ -571,3 +571,25 @@ def test_errors_come_first_and_fail_the_lint_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "parsing", "lint", str(path)], cwd=root, capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
     assert proc.returncode == 1 and "ERROR [invalid-regex]" in proc.stdout, proc.stdout + proc.stderr
+
+
+class _TemplateOnly:
+    """A tokenizer that has a chat template source but cannot render (the anchor check then gives an info)."""
+
+    def __init__(self, chat_template):
+        self.chat_template = chat_template
+
+
+def test_reasoning_field_name_against_the_key_the_chat_template_reads():
+    reads_thinking = "{% for message in messages %}{{ message.thinking }}{{ message['content'] }}{% endfor %}"
+    reads_reasoning = "{% for message in messages %}{{ message.get('reasoning_content', '') }}{% endfor %}"
+    [w] = only(CLEAN, "reasoning-field-name", tokenizer=_TemplateOnly(reads_thinking))
+    assert w.path == "fields.reasoning_content" and "reads reasoning from 'thinking'" in w.message
+    assert only(CLEAN, "reasoning-field-name", tokenizer=_TemplateOnly(reads_reasoning)) == []
+    thinking = clean(reasoning_content=None, thinking={"open": "<think>", "close": "</think>", "repeats": True})
+    [w] = only(thinking, "reasoning-field-name", tokenizer=_TemplateOnly(reads_reasoning))
+    assert w.path == "fields.thinking" and "'reasoning_content'" in w.fix
+    assert only(thinking, "reasoning-field-name", tokenizer=_TemplateOnly(reads_thinking)) == []
+    # A content block's `block.thinking` (magistral) is not the message key; a template reading neither: quiet.
+    blocks = "{% for block in message.content %}{{ block.thinking }}{% endfor %}"
+    assert only(CLEAN, "reasoning-field-name", tokenizer=_TemplateOnly(blocks)) == []
