@@ -634,6 +634,17 @@ def _args_nodes(path: str, parser: Any, args: Any):
         yield from _args_nodes(f"{path}.value_parser.args", nested.get("name", "text"), nested.get("args", {}))
 
 
+
+def _unknown_keys(args: dict, known, path: str, says, otherwise: str) -> list[LintWarning]:
+    """An ``unknown-content-arg`` warning for each key of ``args`` not in ``known``, at ``path.<key>``, with
+    ``says(key)`` as its message and the closest known key as the fix (else ``otherwise``)."""
+    out = []
+    for key in [k for k in args if k not in known]:
+        close = difflib.get_close_matches(str(key), known, n=1)
+        out.append(LintWarning("unknown-content-arg", f"{path}.{key}", says(key),
+                               f"Rename it to {json.dumps(close[0])}." if close else otherwise))
+    return out
+
 def _check_content_args(spec: dict) -> list[LintWarning]:
     out = []
     for name, fspec in spec["fields"].items():
@@ -648,22 +659,14 @@ def _check_content_args(spec: dict) -> list[LintWarning]:
                     f"region of field '{name}' with a value fails (KeyError).",
                     f"Use one of {', '.join(CONTENT_ARGS)}.", severity="error"))
                 continue
-            for key in [k for k in args if k not in known]:
-                close = difflib.get_close_matches(str(key), known, n=1)
-                out.append(LintWarning(
-                    "unknown-content-arg", f"{path}.{key}",
-                    f"The {parser} content parser does not read {json.dumps(key)} (it reads "
-                    f"{', '.join(known)}), so this setting of field '{name}' is silently ignored.",
-                    f"Rename it to {json.dumps(close[0])}." if close else "Remove it, or use one of the keys above."))
+            out += _unknown_keys(args, known, path, lambda key: (
+                f"The {parser} content parser does not read {json.dumps(key)} (it reads {', '.join(known)}), so "
+                f"this setting of field '{name}' is silently ignored."), "Remove it, or use one of the keys above.")
             nested = args.get("value_parser")
             if isinstance(nested, dict) and "value_parser" in known:
-                for key in [k for k in nested if k not in VALUE_PARSER_KEYS]:
-                    close = difflib.get_close_matches(str(key), VALUE_PARSER_KEYS, n=1)
-                    out.append(LintWarning(
-                        "unknown-content-arg", f"{path}.value_parser.{key}",
-                        f"A value_parser has only the keys {', '.join(VALUE_PARSER_KEYS)}; {json.dumps(key)} is "
-                        f"ignored in field '{name}'.",
-                        f"Rename it to {json.dumps(close[0])}." if close else "Remove it."))
+                out += _unknown_keys(nested, VALUE_PARSER_KEYS, f"{path}.value_parser", lambda key: (
+                    f"A value_parser has only the keys {', '.join(VALUE_PARSER_KEYS)}; {json.dumps(key)} is ignored "
+                    f"in field '{name}'."), "Remove it.")
             if parser == "xml-inline":
                 out += _check_tag_pattern(name, path, args)
     return out
