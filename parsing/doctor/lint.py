@@ -634,7 +634,6 @@ def _args_nodes(path: str, parser: Any, args: Any):
         yield from _args_nodes(f"{path}.value_parser.args", nested.get("name", "text"), nested.get("args", {}))
 
 
-
 def _unknown_keys(args: dict, known, path: str, says, otherwise: str) -> list[LintWarning]:
     """An ``unknown-content-arg`` warning for each key of ``args`` not in ``known``, at ``path.<key>``, with
     ``says(key)`` as its message and the closest known key as the fix (else ``otherwise``)."""
@@ -644,6 +643,7 @@ def _unknown_keys(args: dict, known, path: str, says, otherwise: str) -> list[Li
         out.append(LintWarning("unknown-content-arg", f"{path}.{key}", says(key),
                                f"Rename it to {json.dumps(close[0])}." if close else otherwise))
     return out
+
 
 def _check_content_args(spec: dict) -> list[LintWarning]:
     out = []
