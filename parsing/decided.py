@@ -73,35 +73,11 @@ class Branch:
 
 
 @lru_cache(maxsize=1024)
-def alternative_patterns(source: str, flags: int) -> tuple | None:
-    """The top-level alternatives of a pattern, each compiled on its own with the pattern's flags; None when it
-    has one alternative, uses flags or syntax this split does not know, or an alternative does not compile alone.
-
-    Used to check a partial match the ``regex`` module reports for the whole alternation: with a lookbehind in
-    one alternative and another alternative elsewhere it may report one where no alternative matches even
-    partially (hermes' close ``(?<=<tool_call>...)</tool_call>\\s*|...|(?=<\\|im_end\\|>)`` at a
-    ``</tool_call>`` inside a JSON string, spanning to the buffer edge, whatever follows)."""
+def _compiled_branches(source: str, flags: int) -> tuple | None:
+    """``((branch source, branch compiled with flags), ...)`` for the top-level branches of ``source``; None when
+    the pattern uses flags or syntax this split does not know, or a branch does not compile alone with the same
+    flags (a bar inside a group or set, or an inline global flag that applies to every branch)."""
     if flags & ~_PLAIN_FLAGS:
-        return None
-    sources = top_level_branches(source)
-    if sources is None or len(sources) < 2:
-        return None
-    patterns = []
-    for part in sources:
-        try:
-            rx = regex.compile(part, flags)
-        except regex.error:
-            return None
-        if rx.flags != flags:
-            return None  # an inline global flag applies to every branch
-        patterns.append(rx)
-    return tuple(patterns)
-
-
-def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
-    """The top-level branches of ``source`` (compiled as ``compiled``), or None when no branch can be decided
-    early, the pattern cannot be split, or it uses flags or syntax the analysis does not know."""
-    if compiled.flags & ~_PLAIN_FLAGS:
         return None
     sources = top_level_branches(source)
     if sources is None:
@@ -109,11 +85,35 @@ def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
     branches = []
     for part in sources:
         try:
-            rx = regex.compile(part, regex.DOTALL)
+            rx = regex.compile(part, flags)
         except regex.error:
-            return None  # a split inside a group or set: not a top-level bar after all
-        if rx.flags != compiled.flags:
-            return None  # an inline global flag applies to every branch: splitting would drop it
+            return None
+        if rx.flags != flags:
+            return None
+        branches.append((part, rx))
+    return tuple(branches)
+
+
+def alternative_patterns(source: str, flags: int) -> tuple | None:
+    """The top-level alternatives of a pattern, each compiled on its own with the pattern's flags; None when it
+    has one alternative or cannot be split (`_compiled_branches`).
+
+    Used to check a partial match the ``regex`` module reports for the whole alternation: with a lookbehind in
+    one alternative and another alternative elsewhere it may report one where no alternative matches even
+    partially (hermes' close ``(?<=<tool_call>...)</tool_call>\\s*|...|(?=<\\|im_end\\|>)`` at a
+    ``</tool_call>`` inside a JSON string, spanning to the buffer edge, whatever follows)."""
+    branches = _compiled_branches(source, flags)
+    return None if branches is None or len(branches) < 2 else tuple(rx for _, rx in branches)
+
+
+def decided_branches(source: str, compiled) -> tuple[Branch, ...] | None:
+    """The top-level branches of ``source`` (compiled as ``compiled``), or None when no branch can be decided
+    early, the pattern cannot be split, or it uses flags or syntax the analysis does not know."""
+    split = _compiled_branches(source, compiled.flags)
+    if split is None:
+        return None
+    branches = []
+    for part, rx in split:
         tree = _parse(part)
         decided = tree is not None and _is_decided(tree)
         branches.append(Branch(rx, decided, decided and _ends_with_a_character(tree),

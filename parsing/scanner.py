@@ -128,13 +128,19 @@ class ScanState(SearchClock):
         if _suffix_after(delim, buf, at):
             return False
         held = len(buf) - at
-        if held > WAIT_CHARS and (delim.split is not None or delim.edge_blind):
-            return False  # no recheck for these (below): their regex runs on every scan past WAIT_CHARS
-        if len(buf) + base - self.checked >= max(RECHECK_CHARS, held // RECHECK_SHARE if held > WAIT_CHARS else 0) \
-                and delim.split is None and not delim.edge_blind:
+        if not _rechecked(delim):
+            return held <= WAIT_CHARS  # past it, their regex runs on every scan
+        if len(buf) + base - self.checked >= (held // RECHECK_SHARE if held > WAIT_CHARS else RECHECK_CHARS):
             self.checked = len(buf) + base
             return self.run(delim, "match", buf, at, ctx, partial=True) is not None
         return True
+
+
+def _rechecked(delim: Delimiter) -> bool:
+    """Whether a partial match of ``delim`` waiting for its suffix can be rechecked with one anchored partial
+    match (`ScanState.still_deferred`); not a split delimiter (its variant depends on the text before it) nor an
+    edge-blind one (its partial matching cannot see past the edge): those wait at most `WAIT_CHARS`."""
+    return delim.split is None and not delim.edge_blind
 
 
 @dataclass(slots=True)
@@ -544,8 +550,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         continue
                     waiting = getattr(clock, "waiting", None)
                     waits = waiting.get(id(delim)) if waiting else None
-                    if (delim.suffixes is not None and (end - at <= WAIT_CHARS or delim.split is None
-                                                        and not delim.edge_blind)
+                    if (delim.suffixes is not None and (end - at <= WAIT_CHARS or _rechecked(delim))
                             and not _suffix_after(delim, buf, at)
                             and _may_match_at(delim, buf, at, base, before, ctx, clock, window)
                             or waits is not None and waits[0] == at + base
