@@ -89,11 +89,13 @@ class ScanState(SearchClock):
         self.waiting: dict[int, tuple[int, int | None]] = {}
         # (delimiter id, stream offset) -> whether a split delimiter's lookbehind holds there (it never changes).
         self.lookbehinds: dict[tuple[int, int], bool] = {}
-        # (position, delimiter, shape) when the last scan held from a regex delimiter it did not run (a suffix still
-        # missing, or a match waiting for the end of the stream; shape None), or from a `parsing.shapes` delimiter
-        # whose shape was undecided there (the shape it runs there): `still_deferred` re-checks just that.
-        self.deferred: tuple[int, Delimiter, Shape | None] | None = None
-        # The stream offset the buffer ended at when the deferred delimiter's regex last ran (`still_deferred`).
+        # (position, delimiter, shape, run) when the last scan held from a regex delimiter it did not run (a suffix
+        # still missing, or a match waiting for the end of the stream; shape and run None), or from a
+        # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and the run that
+        # reached the buffer edge, if that was why: `Shape.decide`): `still_deferred` re-checks just that.
+        self.deferred: tuple[int, Delimiter, Shape | None, object] | None = None
+        # The stream offset the buffer ended at when the deferred delimiter's regex last ran, or up to which the
+        # deferred shape's edge run is known to reach (`still_deferred`).
         self.checked = 0
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
@@ -119,8 +121,21 @@ class ScanState(SearchClock):
         deferred = self.deferred
         if deferred is None or deferred[0] != at + base:
             return False
-        if deferred[2] is not None:
-            return deferred[2].decide(buf, at, False)[0] == UNDECIDED
+        shape = deferred[2]
+        if shape is not None:
+            run = deferred[3]
+            end = len(buf)
+            if run is not None and run.rx.match(buf, self.checked - base).end() == end:
+                # Only more of the run that reached the edge: still undecided, and nothing before it is read again
+                # (a 32 KB function name streamed a character at a time costs linear time).
+                self.checked = end + base
+                return True
+            status, run = shape.decide(buf, at, False)
+            if status != UNDECIDED:
+                return False
+            self.deferred = (deferred[0], deferred[1], shape, run)
+            self.checked = end + base
+            return True
         delim = deferred[1]
         waits = self.waiting.get(id(delim))
         if waits is not None and waits[0] == at + base:
@@ -301,7 +316,8 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                 if status == FAIL:
                     continue
                 if status == UNDECIDED:
-                    clock.deferred = (at + base, delim, shape)
+                    clock.deferred = (at + base, delim, shape, stop)
+                    clock.checked = end + base
                     return None, at
             elif delim.literals is not None:
                 stop = _longest_at(delim, buf, at)
@@ -480,7 +496,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     hold = end
     best = None  # (key, delim, start, stop, match or None)
     kept_text = []  # where the attempts of complete \K matches began (the text before \K is part of the match)
-    deferred = None  # (position, delimiter, shape) of the leftmost delimiter held without running its regex
+    deferred = None  # (position, delimiter, shape, run) of the leftmost delimiter held without running its regex
     # Each delimiter is looked at from its first candidate (where its prefilter lets a match begin; without one,
     # where its search starts), in the order of those candidates. Every match or hold a delimiter gives starts at
     # or after its candidate: once a candidate lies past the winning match found so far (it will commit), or
@@ -540,7 +556,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 if status == UNDECIDED:
                     hold = min(hold, start)
                     if deferred is None or start < deferred[0]:
-                        deferred = (start, delim, shape)  # undecided until more text reaches it: no need to rescan
+                        deferred = (start, delim, shape, stop)  # undecided until more text: no need to rescan
                 continue
         else:
             if prefilter is not None:
@@ -559,7 +575,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         # here); or a complete match here is one that only the end of the stream decides.
                         hold = min(hold, at)
                         if deferred is None or at < deferred[0]:
-                            deferred = (at, delim, None)
+                            deferred = (at, delim, None, None)
                         continue
             if delim.edge_blind and not eos:
                 edge = _edge_pending(delim, buf, start_at, ctx, clock)
@@ -614,7 +630,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         until = None if delim.lookahead is None else stop + delim.lookahead + base
                         clock.waiting[id(delim)] = (start + base, until)
                         if deferred is None or start < deferred[0]:
-                            deferred = (start, delim, None)
+                            deferred = (start, delim, None, None)
                     if pending <= start:
                         continue
                 if attempt.start() < start:

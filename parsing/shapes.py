@@ -7,21 +7,23 @@ final). For a pattern of this module's forms, `Shape.decide` gives the same answ
 one bounded character-run match per repeat: where, from a candidate position on, the delimiter's one-shot match
 starts and ends, or from where the text must be held because more text could still change it.
 
-Forms (a pattern is a `Shape` only if every top-level alternative is one of them):
+Forms (a pattern is a `Shape` only if every top-level alternative is one of them, once groups and optional items
+are written out as alternatives: ``P(?:A|B)S`` as ``PAS|PBS``, ``P(?:A)?S`` and ``Px?S`` as ``PAS|PS``, which the
+engine tries in that same order, `_expanded`):
 
 * a sequence of items: literal characters (plain, or escaped punctuation, ``\\n``, ``\\t``, ``\\r``), choices
-  ``(?:a|b)`` of literals, and greedy
-  runs ``C*`` / ``C+`` of one character class ``C`` (``\\s``, ``\\w``, ``\\d``, or a bracket set of plain
-  characters, ranges and those escapes), where no run is followed by another run or by a literal (or choice)
-  whose first character ``C`` accepts: a greedy run can then never give a character back, so the engine's first path is the
-  only one that can match;
+  ``(?:a|b)`` of literals, and greedy runs ``C*`` / ``C+`` of one character class ``C`` (``\\s``, ``\\w``,
+  ``\\d``, or a bracket set of plain characters, ranges and those escapes), where a run can never usefully give a
+  character back (`_check_runs`): what may come right after it (through runs that may be empty, and into a
+  lookahead) is a character it does not accept, or a run that may be empty and accepts all it accepts; the
+  engine's first path is then the only one that can match;
 * optionally ending in a positive lookahead ``(?=S1|S2|...)`` of such sequences (alone, it is a zero-width
-  alternative); a run right before it must not accept the first character of any of them;
-* or ending in a group ``P(?:A|B)``, read as the alternatives ``PA|PB`` (each then one of these forms).
+  alternative).
 
 Groups only as ``(?P<name>C*)`` (a named run, outside lookaheads), ``(?:a|b)`` (literals none of which is a prefix
-of another) and ``(?!a|b)`` (literals; not right after a run); no anchor but ``^`` first in an alternative, other assertions, lazy/possessive quantifiers, quantified groups or inline flags. Runs are matched by
-the ``regex`` module with the delimiter's own flags (its ``\\s`` is not `str.isspace`).
+of another, else written out) and ``(?!a|b)`` (literals; not right after a run); no anchor but ``^`` first in an
+alternative, other assertions, lazy/possessive quantifiers, groups quantified otherwise than by ``?``, or inline
+flags. Runs are matched by the ``regex`` module with the delimiter's own flags (its ``\\s`` is not `str.isspace`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class _Run:
     rx: object
     least: int
     name: str | None = None
+    cls: str = ""  # the class as written (``\\s``, ``[^<]``)
 
 
 @dataclass(frozen=True)
@@ -98,19 +101,22 @@ class Shape:
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None) -> tuple[int, int]:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
         whatever text follows (the first alternative that matches, every earlier one failing for good);
-        ``(UNDECIDED, -1)`` when more text could still make or change a match there (a literal cut off by the
-        buffer edge, a run reaching it); ``(FAIL, -1)`` when no match can start there. ``eos``: the buffer is the
-        whole rest of the stream (nothing is undecided). ``captures``: a dict to receive the named groups of a
-        MATCH (as ``Match.groupdict()`` without the groups that took no part)."""
+        ``(UNDECIDED, run)`` when more text could still make or change a match there (a literal cut off by the
+        buffer edge, a run reaching it): ``run`` is the `_Run` of the consumed text that reached the edge when that
+        is the cause (then, as long as more text only continues that run, the outcome stays UNDECIDED: every
+        earlier alternative failed for good and all before the run is decided), else None; ``(FAIL, -1)`` when no
+        match can start there. ``eos``: the buffer is the whole rest of the stream (nothing is undecided).
+        ``captures``: a dict to receive the named groups of a MATCH (as ``Match.groupdict()`` without the groups
+        that took no part)."""
         for items, ahead in self.branches:
             end = at
             if items:
-                status, end = _walk(items, buf, at, eos, ahead is None, captures)
+                status, end = _walk(items, buf, at, eos, True, captures)
                 if status != MATCH:
                     if captures:
                         captures.clear()
                     if status == UNDECIDED:
-                        return UNDECIDED, -1
+                        return UNDECIDED, end
                     continue
             if ahead is not None:
                 pending = False
@@ -123,15 +129,16 @@ class Shape:
                     if captures:
                         captures.clear()
                     if pending:
-                        return UNDECIDED, -1
+                        return UNDECIDED, None
                     continue
             return MATCH, end
         return FAIL, -1
 
 
-def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None) -> tuple[int, int]:
-    """One sequence at ``at``: MATCH with its end, FAIL, or UNDECIDED (the buffer edge cut it, or, when the
-    sequence ends its alternative (``consuming``), a run that ends it reaches the edge and could take more)."""
+def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None) -> tuple:
+    """One sequence at ``at``: ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer edge cut it (``(UNDECIDED,
+    None)``), or, in consumed text (``consuming``), a run reaches the edge and could take more (``(UNDECIDED, run)``:
+    whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it)."""
     end = len(buf)
     i = at
     for item in items:
@@ -143,13 +150,15 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if buf.startswith(item, i):
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
-                return UNDECIDED, -1
+                return UNDECIDED, None
             else:
                 return FAIL, -1
         elif kind is _Run:
             j = item.rx.match(buf, i).end()
+            if j == end and not eos and (consuming or j - i < item.least):
+                return UNDECIDED, item if consuming else None
             if j - i < item.least:
-                return (UNDECIDED, -1) if j == end and not eos else (FAIL, -1)
+                return FAIL, -1
             if captures is not None and item.name is not None:
                 captures[item.name] = buf[i:j]
             i = j
@@ -160,15 +169,13 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     break
             else:
                 if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
-                    return UNDECIDED, -1
+                    return UNDECIDED, None
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):
                 return FAIL, -1
             if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
-                return UNDECIDED, -1
-    if consuming and i == end and not eos and type(items[-1]) is _Run:
-        return UNDECIDED, -1  # the closing run may take more characters
+                return UNDECIDED, None
     return MATCH, i
 
 
@@ -186,32 +193,86 @@ def shape_of(source: str, flags: int) -> Shape | None:
         return Shape(())
     try:
         branches = []
-        for alternative in (a for top in _split(source, 0, len(source)) for a in _expanded(top)):
+        for alternative in _expanded(source):
             k = _last_group(alternative)
             if k != -1 and alternative.startswith("(?=", k) and _closing(alternative[k:]):
                 items = _sequence(alternative[:k], flags, True) if k else ()
-                inner = alternative[k + 3:-1]
-                ahead = tuple(_sequence(s, flags, False) for s in _split(inner, 0, len(inner)))
-                if items and type(items[-1]) is _Run:
-                    for sequence in ahead:
-                        _check_run_before(items[-1], sequence[0])
+                ahead = tuple(_sequence(s, flags, False) for s in _expanded(alternative[k + 3:-1]))
                 branches.append((items, ahead))
             else:
                 branches.append((_sequence(alternative, flags, True), None))
+        for items, ahead in branches:
+            _check_runs(items, ahead)
+            for sequence in ahead or ():
+                _check_runs(sequence, None)
         named = any(type(item) is _Run and item.name is not None for items, _ in branches for item in items)
         return Shape(tuple(branches), named)
     except (_NotAShape, regex.error, IndexError):
         return None
 
 
-def _expanded(alternative: str) -> list[str]:
-    """An alternative that ends in a group ``P(?:A|B)`` as the alternatives ``PA``, ``PB`` (the same matches in the
-    same order: the checks on each keep ``P``'s match the same whichever follows)."""
-    k = _last_group(alternative)
-    if k != -1 and alternative.startswith("(?:", k) and _closing(alternative[k:]):
-        inner = alternative[k + 3:-1]
-        return [a for part in _split(inner, 0, len(inner)) for a in _expanded(alternative[:k] + part)]
-    return [alternative]
+# At most this many alternatives after expanding groups and optional items (a pattern with more is no shape).
+MAX_ALTERNATIVES = 64
+
+
+def _expanded(text: str) -> list[str]:
+    """``text``'s top-level alternatives, with every group ``(?:A|B)`` that is not a choice of literals (`_Choice`),
+    and every optional ``(?:A)?`` or ``x?`` (a literal character), written out: ``P(?:A|B)S`` as ``PAS|PBS``,
+    ``Px?S`` as ``PxS|PS``, in that order. The same matches in the same order: the engine tries a group's
+    alternatives (a greedy ``?``: with, then without) before giving back anything matched before it, and in each
+    written-out alternative nothing before the group can give characters back usefully (`_check_runs`), so its
+    first path is the only one that can match. Lookaround and named groups are left as they are."""
+    out: list[str] = []
+    for alternative in _split(text, 0, len(text)):
+        out.extend(_expanded_sequence(alternative))
+        if len(out) > MAX_ALTERNATIVES:
+            raise _NotAShape("too many alternatives")
+    return out
+
+
+def _expanded_sequence(alt: str) -> list[str]:
+    """One alternative (no top-level ``|``) written out as in `_expanded`."""
+    i = 0
+    while i < len(alt):
+        char = alt[i]
+        if char == "\\":
+            j = i + 2
+        elif char == "[":
+            j = _class_end(alt, i)
+        elif char == "(":
+            close = _group_end(alt, i)
+            j = close + 1
+            if alt.startswith("(?:", i):
+                optional = alt.startswith("?", j)
+                if optional and alt[j + 1:j + 2] in ("?", "+"):
+                    raise _NotAShape("lazy or possessive")
+                inner = alt[i + 3:close]
+                if optional or not _literal_choice(inner):
+                    choices = _expanded(inner) + ([""] if optional else [])
+                    rests = _expanded_sequence(alt[j + optional:])
+                    if len(choices) * len(rests) > MAX_ALTERNATIVES:
+                        raise _NotAShape("too many alternatives")
+                    return [alt[:i] + choice + rest for choice in choices for rest in rests]
+        else:
+            j = i + 1
+        if alt.startswith("?", j) and (char not in _SPECIAL or char == "\\" and alt[i + 1] not in _CLASS_ESCAPES):
+            if alt[j + 1:j + 2] in ("?", "+"):
+                raise _NotAShape("lazy or possessive")
+            rests = _expanded_sequence(alt[j + 1:])
+            if 2 * len(rests) > MAX_ALTERNATIVES:
+                raise _NotAShape("too many alternatives")
+            return [alt[:j] + rest for rest in rests] + [alt[:i] + rest for rest in rests]
+        i = j
+    return [alt]
+
+
+def _literal_choice(inner: str) -> bool:
+    """Whether a group's content is a `_Choice`: literals, none empty, none a prefix of another."""
+    try:
+        literals = [_literal(part) for part in _split(inner, 0, len(inner))]
+    except (_NotAShape, IndexError):
+        return False
+    return "" not in literals and not any(a != b and a.startswith(b) for a in literals for b in literals)
 
 
 def _structure(text: str, start: int = 0, stop: int | None = None):
@@ -311,7 +372,7 @@ def _run(text: str, i: int, flags: int, name: str | None) -> tuple[_Run, int]:
     i += 1
     if i < len(text) and text[i] in "?+{":
         raise _NotAShape("lazy or possessive")
-    return _Run(regex.compile(f"(?:{cls})*", flags), least, name), i
+    return _Run(regex.compile(f"(?:{cls})*", flags), least, name, cls), i
 
 
 def _literal(text: str) -> str:
@@ -377,17 +438,129 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
             merged[-1] += item
         else:
             merged.append(item)
-    for item, following in zip(merged, merged[1:]):
-        if type(item) is _Run:
-            _check_run_before(item, following)
     return tuple(merged)
 
 
-def _check_run_before(run: _Run, following) -> None:
-    """A run may be followed only by literal text none of whose first characters it accepts (else greedy matching
-    could have to give characters back)."""
-    if type(following) is _Run or type(following) is _Not:
-        raise _NotAShape("a run followed by a run or a negative lookahead")
-    firsts = following[0] if type(following) is str else "".join(lit[0] for lit in following.literals)
-    if any(run.rx.match(char).end() > 0 for char in firsts):
-        raise _NotAShape("a run could give characters back")
+def _check_runs(items: tuple, ahead: tuple | None) -> None:
+    """Every run of a sequence (followed by ``ahead``'s sequences, when it ends in a lookahead) must be one whose
+    greedy match is the only one that can lead to a match: whatever a shorter match of it would leave next
+    cannot be taken by what follows. So the characters that may come right after it (through runs that may be
+    empty, into the lookahead) must be ones it does not accept; or the next item is a run that may be empty and
+    accepts all it accepts (given back, they would be taken by that run, which ends where it would have).
+    Else greedy matching could have to give characters back."""
+    for k, item in enumerate(items):
+        if type(item) is _Run:
+            _check_follow(item, items[k + 1:], ahead)
+
+
+def _check_follow(run: _Run, rest: tuple, ahead: tuple | None) -> None:
+    for following in rest:
+        kind = type(following)
+        if kind is _Run:
+            if following.least == 0 and _class_within(run.cls, following.cls):
+                return
+            if not _classes_disjoint(run.cls, following.cls):
+                raise _NotAShape("a run could give characters back to the run after it")
+            if following.least:
+                return
+            continue
+        if kind is _Not or following is START:
+            raise _NotAShape("a run followed by a negative lookahead")
+        firsts = following[0] if kind is str else "".join(lit[0] for lit in following.literals)
+        if any(run.rx.match(char).end() > 0 for char in firsts):
+            raise _NotAShape("a run could give characters back")
+        return
+    for sequence in ahead or ():
+        _check_follow(run, sequence, None)
+
+
+def _class_parts(cls: str) -> tuple[bool, list]:
+    """A class as ``(negated, members)``: members are characters, ``(low, high)`` ranges, and the escapes ``"\\s"``,
+    ``"\\w"``, ``"\\d"``."""
+    if cls.startswith("\\"):
+        return False, [cls]
+    i = 1
+    negated = cls.startswith("^", i)
+    i += negated
+    members: list = []
+    while i < len(cls) - 1:
+        if cls[i] == "\\":
+            escaped = cls[i + 1]
+            members.append(cls[i:i + 2] if escaped in _CLASS_ESCAPES else _LITERAL_ESCAPES.get(escaped, escaped))
+            i += 2
+        else:
+            members.append(cls[i])
+            i += 1
+        if cls.startswith("-", i) and i + 1 < len(cls) - 1 and type(members[-1]) is str and len(members[-1]) == 1:
+            high = cls[i + 1]
+            if high == "\\":
+                escaped = cls[i + 2]
+                if escaped in _CLASS_ESCAPES:
+                    raise _NotAShape("a range to a class")
+                high, i = _LITERAL_ESCAPES.get(escaped, escaped), i + 3
+            else:
+                i += 2
+            members[-1] = (members[-1], high)
+    return negated, members
+
+
+# Ranges longer than this are not enumerated (a class relation that needs it is taken as unknown: no shape).
+_RANGE_LIMIT = 4096
+
+
+def _excludes(cls: str, member) -> bool:
+    """Whether the class ``cls`` accepts none of the characters of one member of another class (`_class_parts`)."""
+    rx = regex.compile(cls, _PLAIN_FLAGS)
+    if type(member) is tuple:
+        low, high = ord(member[0]), ord(member[1])
+        if high - low > _RANGE_LIMIT:
+            return False
+        return not any(rx.match(chr(c)) for c in range(low, high + 1))
+    if len(member) == 1:
+        return rx.match(member) is None
+    negated, members = _class_parts(cls)
+    if negated:  # [^...] excludes all of \s, \w, \d only if it lists it (\d: or \w, its superset)
+        return member in members or member == "\\d" and "\\w" in members
+    # a positive class excludes an escape's characters if none of its own members is one of them
+    escape = regex.compile(member, _PLAIN_FLAGS)
+    for own in members:
+        if type(own) is tuple:
+            low, high = ord(own[0]), ord(own[1])
+            if high - low > _RANGE_LIMIT or any(escape.match(chr(c)) for c in range(low, high + 1)):
+                return False
+        elif len(own) != 1 or escape.match(own):
+            return False
+    return True
+
+
+def _classes_disjoint(a: str, b: str) -> bool:
+    """Whether no character is in both classes (False when that cannot be shown this simply)."""
+    negated_b, members_b = _class_parts(b)
+    if not negated_b:
+        return all(_excludes(a, m) for m in members_b)
+    negated_a, members_a = _class_parts(a)
+    if not negated_a:
+        return all(_excludes(b, m) for m in members_a)
+    return False
+
+
+def _class_within(a: str, b: str) -> bool:
+    """Whether every character class ``a`` accepts, ``b`` accepts (False when that cannot be shown this simply)."""
+    negated_b, members_b = _class_parts(b)
+    if negated_b:  # a within [^X]: a accepts nothing of X
+        return all(_excludes(a, m) for m in members_b)
+    negated_a, members_a = _class_parts(a)
+    if negated_a:
+        return False
+    rx = regex.compile(b, _PLAIN_FLAGS)
+    for m in members_a:
+        if type(m) is tuple:
+            low, high = ord(m[0]), ord(m[1])
+            if high - low > _RANGE_LIMIT or not all(rx.match(chr(c)) for c in range(low, high + 1)):
+                return False
+        elif len(m) == 1:
+            if rx.match(m) is None:
+                return False
+        elif not (m in members_b or m == "\\d" and "\\w" in members_b):
+            return False
+    return True

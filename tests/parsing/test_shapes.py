@@ -3,7 +3,7 @@
 A decision is checked against ``regex`` itself on random patterns and texts: MATCH must be the engine's match at
 that position for the text as it is and for every continuation tried; FAIL must mean no match, complete or
 partial, there; UNDECIDED (a hold, which only delays text) must mean the engine sees a partial or complete
-match there.
+match there, and, where a run reaching the edge is the cause, stay so while more text only continues that run.
 """
 
 import random
@@ -18,7 +18,9 @@ pytestmark = pytest.mark.unit
 FLAGS = regex.compile("", regex.DOTALL).flags
 
 PIECES = ["<a>", "</a>", "<|e|>", "ab", "a", "<", ">", "|", "\\n", " ", "x"]
-RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)", "(?!ab|<e)"]
+RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)", "(?!ab|<e)",
+        # written out as alternatives (`parsing.shapes._expanded`), and runs that may follow runs
+        "[^\\s<]+", "[^<\\n]*", "s?", "\\n?", "(?:<a>\\s*)?", "(?:x|ab\\s*)", "(?:a|ab)", "(?:\\s*<e>|x)?"]
 ALPHABET = "<>/a|ebx.- \n\t1"
 
 
@@ -69,13 +71,29 @@ def _pattern(rng: random.Random) -> str:
     (r"<f=(?P<name>[^>\n]+)>(?=\s*<(?:p=|/f>))", True),
     (r"```(?:<e>\s*|\s*(?=<f>|<g>))", True),  # a trailing group: two alternatives
     (r"```(?:<e>\s*|\s*(?=\s<f>))", False),
-    (r"(?:a|ab)c", False),  # one literal of the group is a prefix of another
+    (r"(?:a|ab)c", True),  # written out: ac|abc
+    (r"(?:a|ab)??c", False),  # lazy
     (r"(?:ab)+", False),  # a quantified group
     (r"(?P<n>\w+)(?P<m>\d+)", False),
-    (r"Here(?: is|\w+) my response:", False),  # a group
+    (r"Here(?: is|\w+) my response:", True),  # written out: two alternatives
     (r"a\s*\s", False),  # a run followed by a run
     (r"x\s*\n", False),  # a run followed by a literal it accepts: greedy matching could give back
-    (r"tool_calls?", False),  # a quantified literal
+    (r"tool_calls?", True),  # written out: tool_calls|tool_call
+    (r"tool_calls??", False),  # lazy
+    (r"<a>\s*[^<]*<b>", True),  # a shorter \s* leaves to [^<]*, which ends where it would have
+    (r"<a>[^\s<]+\s*<b>", True),  # the run after it takes nothing it takes
+    (r"<a>\w+\s*x", False),  # \s* may be empty, and \w takes x
+    (r"<a>[^<]*\s*<b>", False),
+    # library delimiters (gpt-oss, glm-4.5, kimi-k2, qwen3-coder, magistral)
+    (r"(?:<\|channel\|>(?:commentary|analysis) to=functions\.(?P<name>[^\s<]+)|<\|start\|>assistant "
+     r"to=functions\.(?P<name>[^\s<]+)<\|channel\|>(?:commentary|analysis))[^<]*(?:<\|constrain\|>[^<]*)?"
+     r"<\|message\|>", True),
+    (r"<tool_call>(?P<name>[^\s<]+)(?=\s*<(?:arg_key|/tool_call)>)", True),
+    (r"</think>\s*|(?=<\|tool_calls?_section_begin\|>|<\|im_end\|>)", True),
+    (r"<tool_call>\s*<function=(?P<name>[^>\n]+)>|<function=(?P<name>[^>\n]+)>(?=\n?<parameter=|\s*</function>)",
+     True),
+    (r"\[TOOL_CALLS\](?P<name>[^\[\]{}\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", True),
+    (r"<a>\s*(?P<id>(?:f\.)?(?P<name>[^:<\s]+):\d+|f_(?P<name>[^<\s]+)_\d+)", False),  # groups in a named group
     (r"<a>(?P<n>\w+)", True),  # a named run
     (r"<a>\s*?", False),  # lazy
     (r"(?i)<a>", False),  # inline flag
@@ -100,7 +118,7 @@ def _continuations(rng: random.Random) -> list[str]:
 
 def test_decisions_agree_with_the_regex_engine():
     rng = random.Random(1414)
-    checked = 0
+    checked = edge_runs = 0
     while checked < 3000:
         source = _pattern(rng)
         shape = shape_of(source, FLAGS)
@@ -134,4 +152,14 @@ def test_decisions_agree_with_the_regex_engine():
             assert status == UNDECIDED
             # Holding is always safe (it only delays text); it must not happen where nothing can match.
             assert compiled.match(text, at, partial=True) is not None, (source, text, at)
+            if end is not None:
+                # The run that reached the edge (`Shape.decide`): more of its characters keep the match undecided
+                # (the scanner then holds without deciding again).
+                accepted = [c for c in ALPHABET if end.rx.match(c).end()]
+                for n in (1, 3, 9):
+                    more = "".join(rng.choice(accepted) for _ in range(n))
+                    assert shape.decide(text + more, at, False)[0] == UNDECIDED, (source, text, more)
+                    assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
+                    edge_runs += 1
         checked += 1
+    assert edge_runs > 100

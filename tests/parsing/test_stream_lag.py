@@ -91,3 +91,41 @@ def test_a_long_partial_match_is_not_reread_on_every_feed(monkeypatch, family_na
     monkeypatch.setattr(budget.SearchClock, "run", run)
     assert message == parse_response(output, template, prefix=prefix)
     assert read[0] < 40 * len(output), f"the regex read {read[0]:,} characters for a {len(output):,}-character stream"
+
+
+@pytest.mark.parametrize("family_name, head, fill, tail", [
+    ("seed_oss", "<seed:tool_call>\n<function=", "x",
+     ">\n<parameter=a>1</parameter>\n</function>\n</seed:tool_call>"),
+    ("qwen3_coder", "<tool_call>\n<function=", "xy",
+     ">\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call><|im_end|>"),
+    ("gpt_oss", "<|channel|>commentary to=functions.f ", "x", '<|message|>{"a": 1}<|call|>'),
+    ("magistral", "[TOOL_CALLS]f[CALL_ID]", "x", '[ARGS]{"a": 1}</s>'),
+])
+def test_a_long_undecided_shape_is_not_reread_on_every_feed(monkeypatch, family_name, head, fill, tail):
+    """A delimiter decided by string operations (`parsing.shapes`) whose run reaches the buffer edge (a function
+    name or call header thousands of characters long, streamed a character at a time) was decided again from its
+    start on every feed: quadratic (a 32 KB seed_oss name took 3.8 s). While more text only continues that run,
+    the hold stands without reading the held text again: the characters the shapes read stay linear in the stream
+    (counted, not timed), and the message is the one-shot one."""
+    from parsing import parse_response
+    from parsing.shapes import Shape
+
+    family = load_family(family_name)
+    template = load_template(family.template)
+    prefix = family.transcripts[0].prefix
+    output = head + fill * (6000 // len(fill)) + tail
+    read = [0]
+    decide = Shape.decide
+
+    def counting(self, buf, at, *args, **kwargs):
+        read[0] += len(buf) - at
+        return decide(self, buf, at, *args, **kwargs)
+
+    monkeypatch.setattr(Shape, "decide", counting)
+    parser = ResponseParser(template, prefix=prefix)
+    for chunk in fixed_chunks(output, 1):
+        parser.feed(chunk)
+    message = parser.finalize()[0]
+    monkeypatch.setattr(Shape, "decide", decide)
+    assert message == parse_response(output, template, prefix=prefix)
+    assert read[0] < 40 * len(output), f"shapes read {read[0]:,} characters for a {len(output):,}-character stream"
