@@ -291,10 +291,13 @@ class ResponseParser:
         buf = self._buf
         if not self._spans and (self._tail or self._pos == self._base + len(buf)):
             fast = self._fast
+            found = None
             if fast is not None and (self._pos or not fast[2]):
                 for char in fast[0]:
-                    if char in text and fast[1].search(text) is not None:
-                        break
+                    if char in text:
+                        found = fast[1].search(text)
+                        if found is not None:
+                            break
                 else:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
                     # goes to the current region.
@@ -325,6 +328,16 @@ class ResponseParser:
                 self._join_tail()
                 buf = self._buf
             self._buf = buf + text
+            if (found is not None and found.group() not in self._watch[self._current].literal_set
+                    and (self._pos != self._base or not fast[2]) and self._ctx.deadline is None):
+                # The chunk ends with the first characters of a delimiter, cut off (the finder's non-literal
+                # matches end at the text's end): hold from there, as `_process` would after the same search.
+                start = self._pos + found.start()
+                if start > self._pos:
+                    self._route(events, self._pos, start)
+                    self._pos = start
+                    self._trim()
+                return events
         elif not self._spans:
             # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk continues
             # without completing (special tokens arrive in pieces): then nothing changes but the buffer.
@@ -343,9 +356,18 @@ class ResponseParser:
                     self._pos = end
                     self._trim()
                     return events
-                if found is not None and found.start() == pos and (pos or not watch.at_start
-                                                                   or self._start_settled(watch)):
+                if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
+                    at = found.start()
                     if found.group() not in watch.literal_set:
+                        # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
+                        if at > pos:
+                            end = self._base + at
+                            self._route(events, self._pos, end)
+                            self._pos = end
+                            self._trim()
+                        return events
+                    if at != pos:
+                        self._process(events, eos=False)
                         return events
                     # A whole literal where the last scan held without running its regex (a suffix the match
                     # needs has not arrived, or a complete match waits for its lookahead's text): `_process`
