@@ -190,6 +190,23 @@ CONTENT_ARGS: dict[str, tuple[str, ...]] = {
 VALUE_PARSER_KEYS: tuple[str, ...] = ("name", "args")
 
 
+def quick_parser(name: str, args: Any) -> Callable[[str], Any] | None:
+    """A one-argument function equal to ``parse_content(body, name, args, ctx)`` wherever it returns, for a parser
+    that with these ``args`` runs no regex and needs no context: ``text`` (``str.strip``, or the body as is) and
+    ``json`` without dialect rewrites (``json.loads``). Where it raises ValueError, `parse_content` gives the
+    parser's own fallback (``allow_non_json``) or error. None: no such function (every other case).
+
+    A region close calls it instead of `parse_content`: the argument lookups cost more than a short body's parse.
+    """
+    if type(args) is not dict:
+        return None
+    if name == "text":
+        return str.strip if args.get("strip", True) else str
+    if name == "json" and not args.get("string_delims") and not args.get("unquoted_keys", False):
+        return json.loads
+    return None
+
+
 def parse_content(body: str, name: str, args: dict, ctx: ParseContext = NO_LIMITS) -> Any:
     """Run content parser ``name`` on ``body`` with ``args`` under ``ctx`` (default: no time limits).
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from .budget import ParseContext
-from .content import parse_content
+from .content import parse_content, quick_parser
 from .errors import BudgetExceededError, TemplateError
 from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
@@ -58,12 +58,13 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("prefix_states", "watch", "dirty", "fast", "keep_context", "context", "history", "origin_search", "defaults",
+    __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "keep_context", "context", "history", "origin_search", "defaults",
                  "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
         self.dirty = {name: f.dirty for name, f in template.fields.items()}
+        self.quick = {name: quick_parser(f.content, f.content_args) for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
         self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
@@ -109,10 +110,6 @@ def _limits_for(regex_timeout: float | None) -> ParseContext:
 def _field_context(ctx: ParseContext, field: str) -> ParseContext:
     """``ctx.for_field(field)``, made once per field (without a deadline, contexts repeat across parsers)."""
     return ctx.for_field(field)
-
-
-def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, (list, dict, str)) and not value)
 
 
 class ResponseParser:
@@ -165,6 +162,7 @@ class ResponseParser:
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         self._tool_params = tool_parameters(tools) if tools else {}
+        self._tool_types: dict | None = {} if tools else None  # filled by `type_tool_calls` as tools are called
         self._spans = spans
         self._recover = recover
         # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
@@ -174,11 +172,12 @@ class ResponseParser:
         self._spent = 0.0
         if time_budget is not None:  # keeps the unbudgeted `feed` free of any per-call check
             self.feed = self._budgeted_feed
-        plan = _Plan.of(self.template)
+        plan = self._plan = _Plan.of(self.template)
         self._fields = self.template.fields
         self._implicit = self.template.implicit
         self._watch = plan.watch
         self._dirty = plan.dirty
+        self._quick = plan.quick
         self._keep_context = plan.keep_context
         self._context = plan.context
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
@@ -234,7 +233,7 @@ class ResponseParser:
             self.dropped_prefix = dropped
         if kept:
             reusable = not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
-            states = _Plan.of(self.template).prefix_states
+            states = self._plan.prefix_states
             key = (kept, self._limits.regex_timeout)
             if reusable and key in states:
                 self._restore(states[key])
@@ -418,11 +417,15 @@ class ResponseParser:
         if self._spans and self._pos < self._end:
             # Text left unparsed (only after a zero-width implicit close): account for it.
             self._segment("discarded", None, self._pos, self._end)
-        missing = [name for name in _Plan.of(self.template).required if name not in self._output]
-        if missing:
-            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+        output = self._output
+        for name in self._plan.required:
+            if name not in output:
+                missing = [name for name in self._plan.required if name not in output]
+                raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
         defaults = self.template.defaults
-        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        # Dropped: None and empty strings/lists/dicts (a truthy value is never one of them: tested first).
+        self._output = {k: v for k, v in output.items()
+                        if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
         self._finalized = True
         return self._output, events
 
@@ -732,17 +735,28 @@ class ResponseParser:
         self._reset()
 
     def _build_value(self, field: FieldSpec, raw: str) -> Any:
-        ctx = self._ctx
-        if field.dirty:  # the structured parsers run regexes and name the field in their errors
-            ctx = _field_context(ctx, field.name) if ctx.deadline is None else ctx.for_field(field.name)
-        value = parse_content(raw, field.content, field.content_args, ctx)
-        value = transform_value(value, field, self._captures)
+        quick = self._quick[field.name]
+        if quick is None:
+            value = self._parse_body(field, raw)
+        else:
+            try:
+                value = quick(raw)
+            except ValueError:  # the full parser gives its own fallback (allow_non_json) or error
+                value = self._parse_body(field, raw)
+        if field.transform is not None:
+            value = transform_value(value, field, self._captures)
         if self._tool_params:
-            value = type_tool_calls(value, self._tool_params)
+            value = type_tool_calls(value, self._tool_params, self._tool_types)
         if field.join is not None and not isinstance(value, str):
             raise ValueError(f"Field '{field.name}': 'join' requires each match to parse to a string, "
                              f"got {type(value).__name__}.")
         return value
+
+    def _parse_body(self, field: FieldSpec, raw: str) -> Any:
+        ctx = self._ctx
+        if field.dirty:  # the structured parsers run regexes and name the field in their errors
+            ctx = _field_context(ctx, field.name) if ctx.deadline is None else ctx.for_field(field.name)
+        return parse_content(raw, field.content, field.content_args, ctx)
 
     def _store(self, field: FieldSpec, value: Any) -> None:
         name = field.name

@@ -89,29 +89,49 @@ def cast_argument(raw: str, types: tuple[str, ...]) -> Any:
     return raw
 
 
-def type_tool_calls(value: Any, params: dict[str, dict]) -> Any:
+# Types a string argument can be cast to (`_cast_one`); an argument whose schema allows none of them never changes.
+_CASTABLE = frozenset(("integer", "number", "boolean", "null", "object", "array"))
+
+
+def argument_types(properties: dict) -> dict[str, tuple[str, ...]]:
+    """For one tool's ``parameters.properties``: each argument whose schema allows a type a string can be cast to,
+    with its types in order (`schema_types`). Arguments typed only ``string`` (most are) are left out: casting
+    never changes them."""
+    out = {}
+    for key, schema in properties.items():
+        types = schema_types(schema)
+        if not _CASTABLE.isdisjoint(types):
+            out[key] = types
+    return out
+
+
+def type_tool_calls(value: Any, params: dict[str, dict], typed: dict[str, dict] | None = None) -> Any:
     """Cast, in place, the string arguments of every tool call in ``value`` (one call or a list of calls).
 
     A tool call is ``{"function": {"name": str, "arguments": dict}}``; other values pass through unchanged.
-    Lists built by ``merge_duplicates`` are cast item by item unless the schema allows an array.
+    Lists built by ``merge_duplicates`` are cast item by item unless the schema allows an array. ``typed``: a
+    dict kept by the caller across calls, tool name -> its `argument_types` (filled as tools are called).
     """
     if isinstance(value, list):
-        return [type_tool_calls(item, params) for item in value]
+        return [type_tool_calls(item, params, typed) for item in value]
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
         return value
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    properties = params.get(name)
-    if properties:
-        for key, argument in arguments.items():
-            types = schema_types(properties[key]) if key in properties else ()
-            if not types:
-                continue
-            if isinstance(argument, str):
-                arguments[key] = cast_argument(argument, types)
-            elif isinstance(argument, list) and "array" not in types:
-                arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item
-                                  for item in argument]
+    by_key = typed.get(name) if typed is not None else None
+    if by_key is None:
+        properties = params.get(name)
+        by_key = argument_types(properties) if properties else {}
+        if typed is not None:
+            typed[name] = by_key
+    for key, types in by_key.items():
+        if key not in arguments:
+            continue
+        argument = arguments[key]
+        if isinstance(argument, str):
+            arguments[key] = cast_argument(argument, types)
+        elif isinstance(argument, list) and "array" not in types:
+            arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item for item in argument]
     return value
