@@ -283,12 +283,8 @@ class ResponseParser:
         """
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        events: list[dict] = []
-        if not text:
-            self._process(events, eos=False)
-            return events
         buf = self._buf
-        if not self._spans and (self._tail or self._pos == self._base + len(buf)):
+        if not self._spans and text and (self._tail or self._pos == self._base + len(buf)):
             fast = self._fast
             found = None
             if fast is not None and (self._pos or not fast[2]):
@@ -312,17 +308,19 @@ class ResponseParser:
                         if buf:
                             self._buf = ""
                     current = self._current
-                    if current is not None:
-                        if not self._opened:
-                            events.append({"type": "region_open", "field": current})
-                            self._opened = True
-                        body = self._body
-                        body.append(text)
-                        if len(body) >= BODY_BLOCK:
-                            self._body_blocks.append("".join(body))
-                            body.clear()
-                        events.append({"type": "region_chunk", "field": current, "text": text, "dirty": fast[3]})
-                    return events
+                    if current is None:
+                        return []
+                    body = self._body
+                    body.append(text)
+                    if len(body) >= BODY_BLOCK:
+                        self._body_blocks.append("".join(body))
+                        body.clear()
+                    chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": fast[3]}
+                    if self._opened:
+                        return [chunk]
+                    self._opened = True
+                    return [{"type": "region_open", "field": current}, chunk]
+            events: list[dict] = []
             if self._tail:
                 self._join_tail()
                 buf = self._buf
@@ -337,47 +335,53 @@ class ResponseParser:
                     self._pos = start
                     self._trim()
                 return events
-        elif not self._spans:
-            # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk continues
-            # without completing (special tokens arrive in pieces): then nothing changes but the buffer.
-            buf += text
-            self._buf = buf
-            watch = self._watch[self._current]
-            finder = watch.finder
-            if finder is not None:
-                pos = self._pos - self._base
-                found = finder.search(buf, pos)
-                if found is None and (pos or not watch.at_start or self._start_settled(watch)):
-                    # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
-                    # current region (what `_process` would conclude from the same search).
-                    end = self._base + len(buf)
-                    self._route(events, self._pos, end)
-                    self._pos = end
-                    self._trim()
-                    return events
-                if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
-                    at = found.start()
-                    if found.group() not in watch.literal_set:
-                        # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
-                        if at > pos:
-                            end = self._base + at
-                            self._route(events, self._pos, end)
-                            self._pos = end
-                            self._trim()
-                        return events
-                    if at != pos:
-                        self._process(events, eos=False)
-                        return events
-                    # A whole literal where the last scan held without running its regex (a suffix the match
-                    # needs has not arrived, or a complete match waits for its lookahead's text): `_process`
-                    # would hold there again, whatever the other delimiters do.
-                    clock = self._clock
-                    if clock is not None and clock.deferred is not None and clock.still_deferred(buf, pos, self._base, self._ctx):
-                        return events
-                    self._process(events, False, first=found)  # what `_process` would search and check first
-                    return events
         else:
-            self._append(text)
+            events = []
+            if not text:
+                self._process(events, eos=False)
+                return events
+            if not self._spans:
+                # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk
+                # continues without completing (special tokens arrive in pieces): then nothing changes but the buffer.
+                buf += text
+                self._buf = buf
+                watch = self._watch[self._current]
+                finder = watch.finder
+                if finder is not None:
+                    pos = self._pos - self._base
+                    found = finder.search(buf, pos)
+                    if found is None and (pos or not watch.at_start or self._start_settled(watch)):
+                        # The held text turned out to start no delimiter, nor does the chunk: all of it goes to
+                        # the current region (what `_process` would conclude from the same search).
+                        end = self._base + len(buf)
+                        self._route(events, self._pos, end)
+                        self._pos = end
+                        self._trim()
+                        return events
+                    if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
+                        at = found.start()
+                        if found.group() not in watch.literal_set:
+                            # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
+                            if at > pos:
+                                end = self._base + at
+                                self._route(events, self._pos, end)
+                                self._pos = end
+                                self._trim()
+                            return events
+                        if at != pos:
+                            self._process(events, eos=False)
+                            return events
+                        # A whole literal where the last scan held without running its regex (a suffix the
+                        # match needs has not arrived, or a complete match waits for its lookahead's text):
+                        # `_process` would hold there again, whatever the other delimiters do.
+                        clock = self._clock
+                        if clock is not None and clock.deferred is not None \
+                                and clock.still_deferred(buf, pos, self._base, self._ctx):
+                            return events
+                        self._process(events, False, first=found)  # what `_process` would search and check first
+                        return events
+            else:
+                self._append(text)
         self._process(events, eos=False)
         return events
 
