@@ -13,7 +13,8 @@ Importing this package needs only ``regex``; tokenizer helpers live in
 from .budget import ParseContext
 from .errors import BudgetExceededError, PatternTimeoutError, TemplateError
 from .parser import ResponseParser, parse_response
-from .template import CompiledTemplate, TemplateTypeError, load_template, loads_template, locate_json_path
+from .template import (CompiledTemplate, TemplateRecursionError, TemplateTypeError, load_template, loads_template,
+                       locate_json_path)
 
 __all__ = [
     "BudgetExceededError",
@@ -22,6 +23,7 @@ __all__ = [
     "PatternTimeoutError",
     "ResponseParser",
     "TemplateError",
+    "TemplateRecursionError",
     "TemplateTypeError",
     "load_template",
     "loads_template",

@@ -7,7 +7,9 @@ rejects we reject, whatever it accepts we accept. Our errors are
 `TemplateError` (a ``ValueError``) carrying the JSON path of the fault and, for
 a regex, the position in the pattern; where the reference raises ``TypeError``
 (an unhashable ``content`` name, a non-string pattern) ours is a
-`TemplateTypeError`, which is both.
+`TemplateTypeError`, which is both; a delimiter regex nested too deeply for
+the regex module to compile (``RecursionError`` in the reference) raises a
+`TemplateRecursionError`, both a `TemplateError` and a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ FIELD_KEYS = frozenset({
 
 class TemplateTypeError(TemplateError, TypeError):
     """A template fault for which transformers raises ``TypeError``; carries a JSON path too."""
+
+
+class TemplateRecursionError(TemplateError, RecursionError):
+    """A delimiter regex nested too deeply for the regex module to compile, where transformers raises
+    ``RecursionError``; carries the JSON path of the pattern too."""
 
 
 @dataclass(frozen=True)
@@ -529,54 +536,79 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
             raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {exc}", pattern_pos=exc.pos) from exc
-        attempt = None
-        attempt_source = source
-        if _ESCAPE_K.search(source):
-            attempt_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
-            try:
-                attempt = regex.compile(attempt_source, regex.DOTALL)
-            except regex.error:
-                attempt, attempt_source = None, "(?"  # unknown reach: hold conservatively
-        # \G only says where a match may start; for the reach of a match it is as if absent.
-        anchored = bool(_ESCAPE_G.search(source))
-        reach_source = _ESCAPE_G.sub(lambda m: m.group(0)[:-2], attempt_source) if anchored else attempt_source
-        fuzzy = _uses_fuzzy_matching(source)
-        reverse = bool(compiled.flags & regex.REVERSE)
-        forward = _forward_version(attempt_source) if reverse and not anchored else None
-        width, lookahead, lookbehind = (None, None, None) if fuzzy or reverse else _pattern_reach(reach_source)
-        plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
-        prefilter = derive_prefilter(source) if plain else None
-        min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
-        split, split_behind, split_branches, split_shapes = None, 0, None, None
-        parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
-        if parts is not None:
-            behind, when_true, when_false, rest = parts
-            reaches = [_pattern_reach(when_true)[2], _pattern_reach(when_false)[2]]
-            if None not in reaches:
-                try:
-                    split = tuple(regex.compile(p, regex.DOTALL)
-                                  for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
-                    split_behind = max(reaches)
-                    split_branches = (decided_branches(when_true, split[1]), decided_branches(when_false, split[2]))
-                    split_shapes = (shape_of(when_true, split[1].flags), shape_of(when_false, split[2].flags))
-                    if None in split_shapes:
-                        split_shapes = None
-                except regex.error:
-                    split = None
-        if split is not None:
-            branches = () if split_branches[0] is not None or split_branches[1] is not None else None
-        else:
-            branches = decided_branches(source, compiled) if prefilter is not None else None
-        return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
-                         attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
-                         unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
-                         prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
-                         min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
-                         branches=branches, split_branches=split_branches,
-                         edge_blind=bool(_EDGE_BLIND.search(source)),
-                         shape=shape_of(source, compiled.flags) if prefilter is not None and split is None else None,
-                         split_shapes=split_shapes if split is not None else None)
+        except RecursionError as exc:  # groups nested too deeply for the regex module's parser
+            raise TemplateRecursionError(str(exc), where) from None
+        try:
+            return _pattern_delimiter(field_name, kind, source, compiled)
+        except RecursionError:
+            # Our readings of a pattern (reach, prefilter, shapes) recurse once per group; a pattern nested more
+            # deeply than they can follow still runs, with no shortcut and a reach taken as unbounded.
+            return Delimiter(field_name, kind, compiled, source, None, False, None, None, None,
+                             attempt_regex=_k_attempt(source)[0], search_from_origin=True, unbounded=True,
+                             reverse=bool(compiled.flags & regex.REVERSE), edge_blind=bool(_EDGE_BLIND.search(source)))
     return None
+
+
+def _k_attempt(source: str) -> tuple[Any, str]:
+    """For a pattern using ``\\K``: (the pattern without it, compiled, or None; its source), else (None, source)."""
+    attempt = None
+    attempt_source = source
+    if _ESCAPE_K.search(source):
+        attempt_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
+        try:
+            attempt = regex.compile(attempt_source, regex.DOTALL)
+        except regex.error:
+            attempt, attempt_source = None, "(?"  # unknown reach: hold conservatively
+    return attempt, attempt_source
+
+
+def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled: Any) -> Delimiter:
+    """The `Delimiter` of a compiled ``*_pattern``, with what reading the pattern tells (reach, prefilter,
+    shapes, decided branches).
+
+    Raises:
+        RecursionError: the pattern is nested more deeply than the readings can follow.
+    """
+    attempt, attempt_source = _k_attempt(source)
+    # \G only says where a match may start; for the reach of a match it is as if absent.
+    anchored = bool(_ESCAPE_G.search(source))
+    reach_source = _ESCAPE_G.sub(lambda m: m.group(0)[:-2], attempt_source) if anchored else attempt_source
+    fuzzy = _uses_fuzzy_matching(source)
+    reverse = bool(compiled.flags & regex.REVERSE)
+    forward = _forward_version(attempt_source) if reverse and not anchored else None
+    width, lookahead, lookbehind = (None, None, None) if fuzzy or reverse else _pattern_reach(reach_source)
+    plain = attempt is None and not (anchored or fuzzy or reverse) and attempt_source == source
+    prefilter = derive_prefilter(source) if plain else None
+    min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
+    split, split_behind, split_branches, split_shapes = None, 0, None, None
+    parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
+    if parts is not None:
+        behind, when_true, when_false, rest = parts
+        reaches = [_pattern_reach(when_true)[2], _pattern_reach(when_false)[2]]
+        if None not in reaches:
+            try:
+                split = tuple(regex.compile(p, regex.DOTALL)
+                              for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
+                split_behind = max(reaches)
+                split_branches = (decided_branches(when_true, split[1]), decided_branches(when_false, split[2]))
+                split_shapes = (shape_of(when_true, split[1].flags), shape_of(when_false, split[2].flags))
+                if None in split_shapes:
+                    split_shapes = None
+            except regex.error:
+                split = None
+    if split is not None:
+        branches = () if split_branches[0] is not None or split_branches[1] is not None else None
+    else:
+        branches = decided_branches(source, compiled) if prefilter is not None else None
+    return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,
+                     attempt_regex=attempt, search_from_origin=anchored or fuzzy or reverse,
+                     unbounded=fuzzy or (reverse and forward is None), reverse=reverse, forward_regex=forward,
+                     prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
+                     min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
+                     branches=branches, split_branches=split_branches,
+                     edge_blind=bool(_EDGE_BLIND.search(source)),
+                     shape=shape_of(source, compiled.flags) if prefilter is not None and split is None else None,
+                     split_shapes=split_shapes if split is not None else None)
 
 
 def _build_field(name: str, spec: Any) -> FieldSpec:
@@ -735,9 +767,10 @@ def load_template(template: Any) -> CompiledTemplate:
         raise TemplateError(f"templates larger than {MAX_TEMPLATE_JSON_CHARS} characters of JSON are refused")
     try:
         return _validate_dict(template)
+    except TemplateError:
+        raise  # a TemplateRecursionError names its pattern
     except RecursionError:
         raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
-
 
 
 def _load_file(path: str | os.PathLike) -> CompiledTemplate:
@@ -896,5 +929,5 @@ def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
     return line, column
 
 
-__all__ = ["CompiledTemplate", "Delimiter", "FieldSpec", "TemplateTypeError", "load_template",
-           "locate_json_path", "PLACEHOLDER"]
+__all__ = ["CompiledTemplate", "Delimiter", "FieldSpec", "TemplateRecursionError", "TemplateTypeError",
+           "load_template", "locate_json_path", "PLACEHOLDER"]

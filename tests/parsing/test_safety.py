@@ -102,6 +102,55 @@ def test_deeply_nested_templates_get_a_template_error():
         load_template({"start_anchor": "X", "fields": {"x": {"open": "<x>", "transform": transform}}})
 
 
+def _in_fresh_thread(fn):
+    """``fn()``'s result, or the exception it raised, run at the bottom of a new thread's stack: how deep a
+    regex may nest before Python's recursion limit stops a compile depends on the caller's stack depth."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # noqa: BLE001 - the exception is the result under test
+            box["value"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return box["value"]
+
+
+def _nested_groups_template(depth: int) -> dict:
+    return {"start_anchor": "<s>",
+            "fields": {"content": {"open_pattern": "^", "close_pattern": "(" * depth + "a" + ")" * depth}}}
+
+
+def test_deeply_nested_regex_groups_behave_as_in_the_reference():
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    # 290 groups: the regex module compiles it at this depth (the reference parses it); our readings of the
+    # pattern (reach, prefilter, shapes) recurse more per group and used to refuse it.
+    template = _nested_groups_template(290)
+    expected = _in_fresh_thread(lambda: reference_parse("xxa", template, prefix="<s>"))
+    assert expected == {"content": "xx"}
+    assert _in_fresh_thread(lambda: parse_response("xxa", template, prefix="<s>")) == expected
+
+    def streamed():
+        parser = ResponseParser(template, "<s>")
+        for char in "xxa":
+            parser.feed(char)
+        return parser.finalize()[0]
+
+    assert _in_fresh_thread(streamed) == expected
+    # 400 groups: too deep for the regex module; the reference raises RecursionError, ours too, naming the pattern.
+    template = _nested_groups_template(400)
+    assert isinstance(_in_fresh_thread(lambda: reference_parse("xxa", template, prefix="<s>")), RecursionError)
+    error = _in_fresh_thread(lambda: parse_response("xxa", template, prefix="<s>"))
+    assert isinstance(error, RecursionError) and isinstance(error, TemplateError)
+    assert error.path == "fields.content.close_pattern"
+
+
 # `regex.compile` writes out counted repeats: `a{9000000}` alone takes 8 s and 2.4 GB to compile. These stay small
 # enough (about 1 s and 300 MB unguarded) that the tests fail quickly rather than hang where the check is missing.
 BIG_REPEAT = "(?:a{1000}){1000}"
