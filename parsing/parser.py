@@ -709,17 +709,23 @@ class ResponseParser:
             events.append(event)
 
     def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
-        self._current = hit.delim.field
-        self._fast = self._fast_states[self._current]
+        """Open ``hit``'s region; `_close_current` ran just before, so the body is empty."""
+        current = self._current = hit.delim.field
+        self._fast = self._fast_states[current]
         self._captures = hit.captures
-        self._body = []
-        self._body_blocks = []
         self._opened = True
-        self._emit(events, {"type": "region_open", "field": self._current}, start, end)
+        event = {"type": "region_open", "field": current}
+        if self._spans:
+            event["start"], event["end"] = start, end
+        events.append(event)
 
     def _close_current(self, events: list[dict], start: int, end: int) -> None:
         """Close the current region (if it ever opened), store its value, and return to the implicit region."""
-        if self._current is not None and self._opened:
+        if not self._opened:
+            # Only the implicit region (or none) is ever current without having opened: its body and captures
+            # are still empty, and there is nothing to close or reset.
+            return
+        if self._current is not None:
             field = self._fields[self._current]
             raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
             if self._recover:
