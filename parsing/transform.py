@@ -80,12 +80,25 @@ def compile_transform(transform: Any) -> Callable[[dict], Any]:
     """``transform`` as a function of the variables, equal to ``lambda scope: apply_transform(transform, scope)``
     (same values, same errors, fresh containers on every call) without matching a placeholder regex on every
     string of it at every region close. Made once per field when the template is loaded."""
+    # Plain loops, not comprehensions: on Python 3.11 a comprehension is one more function call per container.
     if isinstance(transform, dict):
         items = [(key, compile_transform(value)) for key, value in transform.items()]
-        return lambda scope: {key: make(scope) for key, make in items}
+
+        def make_dict(scope: dict) -> dict:
+            out = {}
+            for key, make in items:
+                out[key] = make(scope)
+            return out
+        return make_dict
     if isinstance(transform, list):
         makers = [compile_transform(value) for value in transform]
-        return lambda scope: [make(scope) for make in makers]
+
+        def make_list(scope: dict) -> list:
+            out = []
+            for make in makers:
+                out.append(make(scope))
+            return out
+        return make_list
     if isinstance(transform, str):
         whole = PLACEHOLDER.fullmatch(transform)
         if whole:
