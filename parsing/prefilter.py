@@ -192,14 +192,13 @@ def derive_suffixes(source: str) -> tuple[str, ...] | None:
     return None if not ends else tuple(sorted(ends))
 
 
-def split_leading_lookbehind(source: str) -> tuple[str, str, str, str] | None:
-    """For a pattern some of whose top-level alternatives begin with the same positive lookbehind ``(?<=LB)``:
-    ``(LB, when_true, when_false, rest)``, where at any one position the pattern matches exactly as ``when_true``
-    does if LB holds there, and as ``when_false`` does if not (``when_true``: those alternatives without their
-    lookbehind; ``when_false``: without those alternatives, ``(?!)`` if none is left; ``rest``: those
-    alternatives alone, without their lookbehind: where it cannot even partially match, LB does not matter).
-    None when no alternative
-    begins with a lookbehind, when two begin with different ones, or when the pattern uses a backreference or
+def split_leading_lookbehinds(source: str) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]] | None:
+    """For a pattern some of whose top-level alternatives begin with a positive lookbehind ``(?<=LB)``:
+    ``(lookbehinds, alternatives)``: the distinct lookbehind bodies in the order they first appear, and every
+    top-level alternative as ``(index of its lookbehind, or -1, the alternative without it)``. At any one position
+    a lookbehind's truth is fixed, so there the pattern matches exactly as the alternation of the alternatives
+    whose lookbehind holds (and those without one), in order. None when no alternative begins with a lookbehind,
+    when there are more than `MAX_LOOKBEHINDS` different ones, or when the pattern uses a backreference or
     something the reading gives up on.
 
     A lookbehind that may read back to the start of the stream is then evaluated once per position (its truth
@@ -224,7 +223,8 @@ def split_leading_lookbehind(source: str) -> tuple[str, str, str, str] | None:
             i = start = i + 1
     except (_GiveUp, IndexError, ValueError):
         return None
-    behind, with_lb, without_lb = None, [], []
+    behinds: list[str] = []
+    parts = []
     for alt in alternatives:
         if alt.startswith("(?<="):
             try:
@@ -235,18 +235,26 @@ def split_leading_lookbehind(source: str) -> tuple[str, str, str, str] | None:
             if kind != "zero" or low is not None:
                 return None
             body = alt[4:end - 1]
-            if behind is not None and body != behind:
-                return None
-            behind = body
-            with_lb.append(alt[end:])
+            if body not in behinds:
+                behinds.append(body)
+            parts.append((behinds.index(body), alt[end:]))
         else:
-            without_lb.append(alt)
-    if behind is None:
+            parts.append((-1, alt))
+    if not behinds or len(behinds) > MAX_LOOKBEHINDS:
         return None
-    when_true = "|".join((alt[len(behind) + 5:] if alt.startswith("(?<=" + behind + ")") else alt)
-                         for alt in alternatives)
-    when_false = "|".join(without_lb) if without_lb else "(?!)"
-    return behind, when_true, when_false, "|".join(with_lb)
+    return tuple(behinds), tuple(parts)
+
+
+# At most this many different leading lookbehinds in one pattern are split (`split_leading_lookbehinds`): the
+# pattern has a variant for each combination of their truths.
+MAX_LOOKBEHINDS = 3
+
+
+def lookbehind_variant(parts: tuple[tuple[int, str], ...], holds: int) -> str:
+    """The pattern at a position where the lookbehinds whose bits are set in ``holds`` hold and the others do not
+    (`split_leading_lookbehinds`'s ``alternatives``): the alternatives kept, in order; ``(?!)`` when none is."""
+    kept = [alt for index, alt in parts if index == -1 or holds >> index & 1]
+    return "|".join(kept) if kept else "(?!)"
 
 
 def _alternation_ends(src: str, i: int):
@@ -479,4 +487,5 @@ def _quantifier(src: str, i: int):
     return low, i
 
 
-__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "make_prefilter", "split_leading_lookbehind"]
+__all__ = ["Prefilter", "START", "derive_prefilter", "derive_suffixes", "lookbehind_variant", "make_prefilter",
+           "split_leading_lookbehinds"]

@@ -87,8 +87,9 @@ class ScanState(SearchClock):
         # delimiter id -> (stream offset of a complete match held there, stream offset the buffer must reach
         # before it can be decided, or None: the end of the stream)
         self.waiting: dict[int, tuple[int, int | None]] = {}
-        # (delimiter id, stream offset) -> whether a split delimiter's lookbehind holds there (it never changes).
-        self.lookbehinds: dict[tuple[int, int], bool] = {}
+        # (delimiter id, lookbehind index, stream offset) -> whether a split delimiter's lookbehind holds there (it
+        # never changes).
+        self.lookbehinds: dict[tuple[int, int, int], bool] = {}
         # (position, delimiter, shape, run) when the last scan held from a regex delimiter it did not run (a suffix
         # still missing, or a match waiting for the end of the stream; shape and run None), or from a
         # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and the run that
@@ -308,8 +309,7 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
         for delim in watch.delimiters:
             shape = delim.shape
             if shape is None and delim.split_shapes is not None:
-                variant = _variant(delim, buf, at, base, before, ctx, clock, window)
-                shape = delim.split_shapes[0 if variant is delim.split[1] else 1]
+                shape = delim.split_shapes[_variant(delim, buf, at, base, before, ctx, clock, window)]
             if shape is not None:
                 match = {} if shape.named else None
                 status, stop = shape.decide(buf, at, eos, match)
@@ -383,7 +383,7 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
         run = pattern
         if run is None:
             run = (delim.attempt_regex if delim.split is None
-                   else _variant(delim, buf, p, base, before, ctx, clock, window))
+                   else delim.split[1][_variant(delim, buf, p, base, before, ctx, clock, window)])
         if clock.run(delim, "fullmatch", buf, p, ctx, partial=True, pattern=run) is not None:
             return p
         p = p + 1 if prefilter is None else prefilter.candidate(buf, p + 1)
@@ -427,29 +427,33 @@ def _edge_pending(delim: Delimiter, buf: str, lo: int, ctx: ParseContext, clock:
 
 
 def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext, clock: SearchClock,
-             window: int | None = None):
-    """For a split delimiter (`Delimiter.split`): the variant of its pattern to run at ``at``.
+              window: int | None = None) -> int:
+    """For a split delimiter (`Delimiter.split`): the index of the variant of its pattern to run at ``at`` (bit i
+    set when its lookbehind i holds there).
 
-    Its lookbehind is evaluated at most once per position and remembered: not at all where the alternatives it
+    Each lookbehind is evaluated at most once per position and remembered: not at all where the alternatives it
     guards cannot even partially match; first on the text from ``window`` (where the current region began, an
     index into ``buf``) when a match there is one in the whole stream; else on the whole stream (``before`` +
     ``buf``)."""
-    behind, when_true, when_false, rest, window_safe = delim.split
     memo = getattr(clock, "lookbehinds", None)
-    key = (id(delim), at + base)
-    holds = memo.get(key) if memo is not None else None
-    if holds is None:
-        if clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None:
-            return when_false  # the guarded alternatives fail here whatever the lookbehind says
-        holds = False
-        if window_safe and window is not None and 0 <= window <= at:
-            holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None
-        if not holds:
-            text = before + buf if before else buf
-            holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
-        if memo is not None:
-            memo[key] = holds
-    return when_true if holds else when_false
+    selected = 0
+    for i, (behind, rest, window_safe) in enumerate(delim.split[0]):
+        key = (id(delim), i, at + base)
+        holds = memo.get(key) if memo is not None else None
+        if holds is None:
+            if clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None:
+                continue  # the guarded alternatives fail here whatever the lookbehind says
+            holds = False
+            if window_safe and window is not None and 0 <= window <= at:
+                holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None
+            if not holds:
+                text = before + buf if before else buf
+                holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
+            if memo is not None:
+                memo[key] = holds
+        if holds:
+            selected |= 1 << i
+    return selected
 
 
 def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
@@ -540,8 +544,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
             shape = delim.shape
             while True:
                 if shape is None or delim.split_shapes is not None:
-                    variant = _variant(delim, buf, start, base, before, ctx, clock, window)
-                    shape = delim.split_shapes[0 if variant is delim.split[1] else 1]
+                    shape = delim.split_shapes[_variant(delim, buf, start, base, before, ctx, clock, window)]
                 match = {} if shape.named else None  # its captures
                 status, stop = shape.decide(buf, start, eos, match)
                 if status != FAIL:
@@ -700,7 +703,7 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     split = delim.split is not None and before is not None
     p = at
     while p != -1:
-        pattern = _variant(delim, buf, p, base, before, ctx, clock, window) if split else None
+        pattern = delim.split[1][_variant(delim, buf, p, base, before, ctx, clock, window)] if split else None
         m = clock.run(delim, "match", buf, p, ctx, partial=partial, pattern=pattern)
         if m is not None:
             if not m.partial:
@@ -733,7 +736,8 @@ def _may_match_at(delim: Delimiter, buf: str, at: int, base: int, before: str, c
     cannot see past the edge."""
     if delim.edge_blind:
         return True
-    pattern = _variant(delim, buf, at, base, before, ctx, clock, window) if delim.split is not None else None
+    pattern = (delim.split[1][_variant(delim, buf, at, base, before, ctx, clock, window)]
+               if delim.split is not None else None)
     return clock.run(delim, "match", buf, at, ctx, partial=True, pattern=pattern) is not None
 
 
@@ -815,8 +819,7 @@ def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContex
     of the variant its lookbehind selects at ``start``."""
     branches = delim.branches
     if delim.split is not None:
-        variant = _variant(delim, buf, start, base, before, ctx, clock, window)
-        branches = delim.split_branches[0 if variant is delim.split[1] else 1]
+        branches = delim.split_branches[_variant(delim, buf, start, base, before, ctx, clock, window)]
         if branches is None:
             return False
     elif len(branches) == 1:

@@ -28,7 +28,8 @@ from .content import CONTENT_PARSERS
 from .errors import TemplateError
 from .decided import decided_branches
 from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
-from .prefilter import Prefilter, derive_prefilter, derive_suffixes, make_prefilter, split_leading_lookbehind
+from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
+                        split_leading_lookbehinds)
 from .shapes import Shape, shape_of
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
@@ -99,27 +100,31 @@ class Delimiter:
             match at the same start whatever text follows (no negative
             lookaround, end or boundary assertion in the pattern).
         split: for a pattern with a prefilter whose lookbehind reach is unbounded
-            because alternatives begin with one lookbehind ``(?<=LB)``
-            (`parsing.prefilter.split_leading_lookbehind`): ``(lookbehind,
-            when_true, when_false, rest)`` compiled, and whether a match of the
-            lookbehind in a suffix of the stream is one in the whole stream; at a
-            position the pattern matches as ``when_true`` if ``lookbehind`` matches
-            there, else as ``when_false``. The scanner evaluates the lookbehind at
-            most once per position (not at all where ``rest`` cannot match), on the
-            text since the current region began when that settles it, else on the
-            whole stream, and runs the variant on its buffer. None otherwise.
-        split_lookbehind: the lookbehind reach of the two variants.
+            because alternatives begin with lookbehinds ``(?<=LB)`` (at most 3
+            different ones; `parsing.prefilter.split_leading_lookbehinds`):
+            ``(guards, variants)``. ``guards``: per lookbehind, ``(lookbehind,
+            rest, window_safe)`` compiled: ``rest`` the alternatives it guards,
+            without it, and whether a match of the lookbehind in a suffix of the
+            stream is one in the whole stream. ``variants``: the pattern compiled
+            for each combination of the lookbehinds' truths (index: bit i set when
+            lookbehind i holds). At a position the pattern matches as the variant
+            its lookbehinds select there. The scanner evaluates each lookbehind at
+            most once per position (not at all where its ``rest`` cannot match),
+            on the text since the current region began when that settles it,
+            else on the whole stream, and runs the variant on its buffer. None
+            otherwise.
+        split_lookbehind: the lookbehind reach of the variants.
         branches: the pattern's top-level alternatives when a complete match of one
             of them ending before the buffer edge can be final whatever follows
             (``</think>\\s*|(?=<eos>)``, ``<tool_call>(?=\\s*\\{)``), else None
             (`parsing.decided.decided_branches`). For a split delimiter: ``()`` when
             one of its variants has such branches (``split_branches``: those of
-            ``when_true`` and ``when_false``, or None each).
+            each variant, or None each).
         shape: the pattern as a `parsing.shapes.Shape` (alternatives of literals, character runs and literal
             lookaheads) when it is one and has a prefilter and no split: the scanner then decides its matches with
             string operations instead of the regex. None otherwise.
-        split_shapes: for a split delimiter whose two variants are both shapes: ``(shape of when_true, shape of
-            when_false)``; the scanner picks one per position as it picks the variant. None otherwise.
+        split_shapes: for a split delimiter whose variants are all shapes: the shape of each variant (indexed as
+            the variants); the scanner picks one per position as it picks the variant. None otherwise.
         edge_blind: the pattern has an assertion that `regex`'s partial matching decides at the end of the text
             as if the stream ended there (``\\b``, ``\\B``, ``\\m``, a negated ``$``/``\\Z``): while streaming,
             the scanner also tries the text with probe characters appended (`parsing.scanner`) to find attempts
@@ -581,23 +586,28 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
     prefilter = derive_prefilter(source) if plain else None
     min_width, stable = _pattern_shape(source) if prefilter is not None else (0, False)
     split, split_behind, split_branches, split_shapes = None, 0, None, None
-    parts = split_leading_lookbehind(source) if prefilter is not None and lookbehind is None else None
+    parts = split_leading_lookbehinds(source) if prefilter is not None and lookbehind is None else None
     if parts is not None:
-        behind, when_true, when_false, rest = parts
-        reaches = [_pattern_reach(when_true)[2], _pattern_reach(when_false)[2]]
+        behinds, alternatives = parts
+        sources = [lookbehind_variant(alternatives, holds) for holds in range(1 << len(behinds))]
+        reaches = [_pattern_reach(variant)[2] for variant in sources]
         if None not in reaches:
             try:
-                split = tuple(regex.compile(p, regex.DOTALL)
-                              for p in (f"(?<={behind})", when_true, when_false, rest)) + (_window_safe(behind),)
+                guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL),
+                                regex.compile("|".join(alt for index, alt in alternatives if index == i),
+                                              regex.DOTALL),
+                                _window_safe(behind)) for i, behind in enumerate(behinds))
+                variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
+                split = (guards, variants)
                 split_behind = max(reaches)
-                split_branches = (decided_branches(when_true, split[1]), decided_branches(when_false, split[2]))
-                split_shapes = (shape_of(when_true, split[1].flags), shape_of(when_false, split[2].flags))
+                split_branches = tuple(decided_branches(v, rx) for v, rx in zip(sources, variants))
+                split_shapes = tuple(shape_of(v, rx.flags) for v, rx in zip(sources, variants))
                 if None in split_shapes:
                     split_shapes = None
             except regex.error:
                 split = None
     if split is not None:
-        branches = () if split_branches[0] is not None or split_branches[1] is not None else None
+        branches = () if any(b is not None for b in split_branches) else None
     else:
         branches = decided_branches(source, compiled) if prefilter is not None else None
     return Delimiter(field_name, kind, compiled, source, None, False, width, lookahead, lookbehind,

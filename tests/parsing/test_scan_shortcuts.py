@@ -90,13 +90,17 @@ DELIMS = st.one_of(_pattern(), st.sampled_from([
     r"<\|t\|>(?P<n>[^<]*)<\|m\|>", r"^", r"\A<s>|<b>",
     r'(?<=<a>(?:[^"<]|"[^"]*")*)</a>\s*|(?=<e>)', r"(?<=^\s*|;\s*)(?=\{\s*x)|<b>", r"(?<=a[^<]*)<b\s*",
     r"<a>(?=\s*\{)", r"<b(?=>>)(?=>*a)", r"ab(?=[ab]*\n)",
+    # different lookbehinds per alternative (hermes's tool-call close), split per combination of their truths
+    r'(?<=<a>(?:[^"\\<]|"(?:[^"\\]|\\.)*")*)</a>\s*|(?<=^\s*(?:[^"\\<]|"(?:[^"\\]|\\.)*")*)</a>\s*'
+    r'|(?<=^\s*```j\s*(?:[^"<]|"[^"]*")*)```\s*|(?=<e>)',
+    r"(?<=a[^<]*)<b\s*|(?<=;\s*)</a>|<e>|(?<=a[^<]*)(?=\{\s*x)",
 ]))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(open_=DELIMS, close=DELIMS, text=TEXTS, extra=st.lists(st.sampled_from(
     ["<a>", "</a>", "<b", "<c ab>", "{ x", ">>ab\n", "<e>", "<|t|>n<|m|>", "<|t|>", "\n", " ", "\"x\"", ";",
-     "\"</a>"]), max_size=6),
+     "\"</a>", "```j", "```"]), max_size=6),
     seed=st.integers(0, 1000))
 def test_random_templates_with_and_without_shortcuts(open_, close, text, extra, seed):
     if _compiled(open_) is None or _compiled(close) is None or _pattern_shape(close)[0] == 0:
