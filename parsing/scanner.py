@@ -437,12 +437,13 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
     ``buf``)."""
     memo = getattr(clock, "lookbehinds", None)
     selected = 0
-    for i, (behind, rest, window_safe) in enumerate(delim.split[0]):
+    for i, (behind, rest, window_safe, rest_shape) in enumerate(delim.split[0]):
         key = (id(delim), i, at + base)
         holds = memo.get(key) if memo is not None else None
         if holds is None:
-            if clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None:
-                continue  # the guarded alternatives fail here whatever the lookbehind says
+            if (rest_shape.decide(buf, at, False)[0] == FAIL if rest_shape is not None
+                    else clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None):
+                continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
             holds = False
             if window_safe and window is not None and 0 <= window <= at:
                 holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None

@@ -103,9 +103,10 @@ class Delimiter:
             because alternatives begin with lookbehinds ``(?<=LB)`` (at most 3
             different ones; `parsing.prefilter.split_leading_lookbehinds`):
             ``(guards, variants)``. ``guards``: per lookbehind, ``(lookbehind,
-            rest, window_safe)`` compiled: ``rest`` the alternatives it guards,
-            without it, and whether a match of the lookbehind in a suffix of the
-            stream is one in the whole stream. ``variants``: the pattern compiled
+            rest, window_safe, rest_shape)``: ``rest`` the alternatives it guards,
+            without it (compiled, and as a `parsing.shapes.Shape` or None), and
+            whether a match of the lookbehind in a suffix of the stream is one in
+            the whole stream. ``variants``: the pattern compiled
             for each combination of the lookbehinds' truths (index: bit i set when
             lookbehind i holds). At a position the pattern matches as the variant
             its lookbehinds select there. The scanner evaluates each lookbehind at
@@ -593,10 +594,10 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
         reaches = [_pattern_reach(variant)[2] for variant in sources]
         if None not in reaches:
             try:
-                guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL),
-                                regex.compile("|".join(alt for index, alt in alternatives if index == i),
-                                              regex.DOTALL),
-                                _window_safe(behind)) for i, behind in enumerate(behinds))
+                rests = ["|".join(alt for index, alt in alternatives if index == i) for i in range(len(behinds))]
+                guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL), regex.compile(rest, regex.DOTALL),
+                                _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags))
+                               for behind, rest in zip(behinds, rests))
                 variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
                 split = (guards, variants)
                 split_behind = max(reaches)
