@@ -159,6 +159,20 @@ def parse_trouble(view) -> str | None:
     return None
 
 
+#: The status line when an action that would contradict a running stream (Send, Clear, Load model, a replay) is
+#: refused: the buttons for them are off while a run goes, so only an API call or a late click gets this.
+RUN_GOING = "A run is going: wait for it or press Stop."
+
+
+def _refused_while_running(sess: Session, topic: str) -> bool:
+    """Whether a stream is going (then the status line says so, under ``topic``): actions that change the
+    conversation, the model or the current run wait for it, so the page never shows a run the chat or the status
+    line contradicts."""
+    if sess.running:
+        sess.say(RUN_GOING, "error", topic)
+    return sess.running
+
+
 def _template_first(sess: Session, editor_text: str | None) -> bool:
     """Take the editor's latest text (an edit event may still be on its way); False (with the fault in the status
     line) when it does not load."""
@@ -297,7 +311,10 @@ def restore_editor(sess: Session, stored: Any, page: PageConfig) -> Session:
 
 def load_model(sess: Session, name: str, backend: str, remote_url: str, page: PageConfig) -> Session:
     """Load model ``name`` (or a server model's tokenizer); on success Send uses it and its template is offered
-    to the editor; on failure the model in use stays."""
+    to the editor; on failure the model in use stays. Refused while a run goes (the run keeps the model it
+    started with, so "Loaded" would contradict it)."""
+    if _refused_while_running(sess, "model"):
+        return sess
     name = (name or "").strip()
     try:
         src = remote_panel.source_for(backend, remote_url, name, page.remotes, page.allow_any_remote,
@@ -339,7 +356,10 @@ def send_tool(sess: Session, text: str, editor_text: str | None, settings: ChatS
 
 
 def clear_chat(sess: Session) -> Session:
-    """Forget the conversation (the current run stays on the timeline)."""
+    """Forget the conversation (the current run stays on the timeline); refused while a run goes (its turn would
+    land in the emptied chat with no user turn before it)."""
+    if _refused_while_running(sess, "chat"):
+        return sess
     sess.clear()
     sess.say("Conversation cleared.", "info", "chat")
     return sess
@@ -353,8 +373,7 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         sess.say("Type a message first." if kind == "user" else "Type a tool result first.", "error", "chat")
         yield sess
         return
-    if sess.running:
-        sess.say("A run is going: wait for it or press Stop.", "error", "chat")
+    if _refused_while_running(sess, "chat"):
         yield sess
         return
     if kind == "tool" and sess.chat_phase != "awaiting_tool":
@@ -505,8 +524,7 @@ def _paste_run(raw: str, prefix: str, tools_text: str, sess: Session, page: Page
 def paste_parse(sess: Session, raw: str, prefix: str, tools_text: str, editor_text: str | None,
                 page: PageConfig) -> Session:
     """Parse pasted model output in one go (its chunks as a tokenizer would cut words)."""
-    if sess.running:
-        sess.say("A run is going: wait for it or press Stop.", "error", "run")
+    if _refused_while_running(sess, "run"):
         return sess
     if not _template_first(sess, editor_text):
         return sess
@@ -577,8 +595,7 @@ def example_replay(sess: Session, family: str, transcript: str, page: PageConfig
 
 
 def _replay(sess: Session, run: Run, page: PageConfig, label: str, session_hash: str | None) -> Iterator[Session]:
-    if sess.running:
-        sess.say("A run is going: wait for it or press Stop.", "error", "run")
+    if _refused_while_running(sess, "run"):
         yield sess
         return
     budget = guard.request_budget()  # parsing and drawing count on it; the pacing does not

@@ -107,6 +107,7 @@ def tool_box(p: _Pass) -> Any:
 
 
 def send(p: _Pass) -> Any:
+    """Send, Send tool result, Clear and Load model: off while a run goes (their handlers refuse then too)."""
     return gr.update(interactive=not p.sess.running)
 
 
@@ -204,6 +205,8 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("tool_box", ("inbox", "phase"), tool_box),
     ("send", ("phase",), send),
     ("tool_btn", ("phase",), send),
+    ("clear_btn", ("phase",), send),
+    ("load_btn", ("phase",), send),
     ("stop", ("phase",), stop),
     ("replay_btn", ("run", "phase"), replay),
     ("timeline", ("run", "frame", "window", "template"), timeline),

@@ -41,6 +41,10 @@ def test_live_generation_and_stop(page, app_url):
     page.click("#send")
     page.wait_for_selector("#timeline .tl[data-status=streaming] span.cs", timeout=60000)
     assert backends.active_generations() >= 1
+    # Clear and Load model would contradict the run (an orphan turn in an emptied chat; "Loaded" while the old
+    # model streams): off while it goes, like Send
+    for button in ("#send", "#clear", "#load-model"):
+        assert page.is_disabled(button), button
     page.click("#stop")
     wait_status(page, "Stopped", timeout=30000)
     page.wait_for_selector(FINAL)
@@ -50,6 +54,8 @@ def test_live_generation_and_stop(page, app_url):
     assert backends.active_generations() == 0, "generate kept running after Stop"
     n = int(page.get_attribute("#timeline .tl", "data-len"))
     assert n < 20000
+    for button in ("#send", "#clear", "#load-model"):
+        page.wait_for_selector(f"{button}:not([disabled])", timeout=10000)
     # the prompt opened <think>: its initial event shows in the log as a prefix event
     page.click("button[role=tab]:has-text('Event log')")
     assert page.locator("#events td:text-is('prefix')").count() >= 1

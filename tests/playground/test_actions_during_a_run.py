@@ -1,0 +1,59 @@
+"""Actions that would contradict a running stream (Clear, Load model, Send) are refused while it goes, with the
+same words as Send, and their buttons are off: the chat, the status line and the run never disagree."""
+
+from playground import handlers, views
+from playground.handlers import ChatSettings, PageConfig
+from playground.session import SKELETON_TEMPLATE, template_to_text
+from playground.state import Session
+
+TPL = template_to_text(SKELETON_TEMPLATE)
+
+
+def _by_view(values):
+    return dict(zip(views.NAMES, values))
+
+
+def _mid_generation(tiny_model_dir):
+    """A session whose generation is suspended mid-stream (the generator is paused at a yield, so nothing depends
+    on timing), and the generator to finish it with."""
+    sess = Session(TPL, model=tiny_model_dir)
+    settings = ChatSettings(max_new_tokens=12, temperature=0, model_box=tiny_model_dir)
+    gen = handlers.send_user(sess, "Tell me a story", TPL, settings, PageConfig(default_model=tiny_model_dir))
+    for _ in gen:
+        if sess.running and sess.view is not None:
+            return sess, gen
+    raise AssertionError("the generation never streamed")
+
+
+def test_clear_during_a_generation_is_refused_and_the_turn_lands_after_its_user_turn(tiny_model_dir):
+    sess, gen = _mid_generation(tiny_model_dir)
+    handlers.clear_chat(sess)
+    assert sess.notice.text == handlers.RUN_GOING and sess.notice.kind == "error"
+    assert [m["role"] for m in sess.history] == ["user"]
+    for _ in gen:
+        pass
+    assert not sess.running and "Done" in sess.notice.text
+    assert [m["role"] for m in sess.history] == ["user", "assistant"]  # no orphan assistant turn
+    handlers.clear_chat(sess)  # once the run ended, Clear works
+    assert sess.history == [] and sess.notice.text == "Conversation cleared."
+
+
+def test_load_model_during_a_generation_is_refused(tiny_model_dir):
+    sess, gen = _mid_generation(tiny_model_dir)
+    handlers.load_model(sess, tiny_model_dir, "local", "", PageConfig(default_model=tiny_model_dir))
+    assert sess.notice.text == handlers.RUN_GOING and sess.notice.topic == "model"
+    gen.close()  # the client left: the stream ends
+    assert not sess.running
+
+
+def test_send_clear_and_load_buttons_are_off_while_a_run_goes(tiny_model_dir):
+    sess, gen = _mid_generation(tiny_model_dir)
+    during = _by_view(views.redraw(sess))
+    for name in ("send", "tool_btn", "clear_btn", "load_btn"):
+        assert during[name]["interactive"] is False, name
+    assert during["stop"]["interactive"] is True
+    for _ in gen:
+        pass
+    after = _by_view(views.redraw(sess))
+    for name in ("send", "tool_btn", "clear_btn", "load_btn"):
+        assert after[name]["interactive"] is True, name
