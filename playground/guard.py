@@ -275,8 +275,10 @@ def message_for(exc: BaseException) -> str:
     return scrub_paths(text) if _LIMITS.public else text
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     """What a decoded JSON value is, in JSON's words (for a caller who sent the wrong one)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
@@ -291,7 +293,7 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
             if i >= len(args) or args[i] is None:
                 continue
             if not isinstance(args[i], str):  # an API call can send any JSON value (gr.Code passes it on as is)
-                raise ValueError(f"{what} must be text (a string), not {_json_type(args[i])}.")
+                raise ValueError(f"{what} must be text (a string), not {json_type(args[i])}.")
             _LIMITS.check_size(what, args[i], limit_name)
 
     def failure(exc: BaseException):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -65,11 +66,42 @@ class ChatSettings:
     remote_url: str = ""
     model_box: str = ""
 
-    @property
-    def sampling(self) -> dict:
-        """Keyword arguments for generation: max_new_tokens, temperature, top_p, seed (None: random)."""
+    def sampling(self, max_new_tokens_limit: int) -> dict:
+        """Keyword arguments for generation: max_new_tokens, temperature, top_p, seed (None: random).
+
+        Raises ValueError, in the page's words, for a value generation cannot take: NaN or infinity (the sliders'
+        range check lets NaN through), a fraction where a whole number goes, or a value outside its range (the
+        seed: -1 or empty for random, else 0 to `SEED_MAX`, what ``transformers.set_seed`` takes).
+        """
+        _check_number("Max new tokens", self.max_new_tokens, 1, max_new_tokens_limit, whole=True)
+        _check_number("Temperature", self.temperature, *TEMPERATURE_RANGE)
+        _check_number("Top-p", self.top_p, *TOP_P_RANGE)
+        seed = self.seed
+        if seed is not None and seed != -1:
+            _check_number("Seed", seed, 0, SEED_MAX, whole=True, rule=f"-1 (random) or {_whole_rule(0, SEED_MAX)}")
         return dict(max_new_tokens=int(self.max_new_tokens), temperature=float(self.temperature),
-                    top_p=float(self.top_p), seed=None if self.seed is None else int(self.seed))
+                    top_p=float(self.top_p), seed=None if seed is None or seed == -1 else int(seed))
+
+
+#: The generation settings' ranges (the page's sliders and seed box use them too).
+TEMPERATURE_RANGE = (0.0, 2.0)
+TOP_P_RANGE = (0.05, 1.0)
+SEED_MAX = 2**32 - 1  # numpy's seed range, which transformers.set_seed hands it to
+
+
+def _whole_rule(lo: int, hi: int) -> str:
+    return f"a whole number from {lo:,} to {hi:,}"
+
+
+def _check_number(what: str, value: Any, lo: float, hi: float, whole: bool = False, rule: str | None = None) -> None:
+    """Raise ValueError (``"<what> must be <rule>; got <value>."``) unless ``value`` is a finite number (whole
+    when ``whole``) from ``lo`` to ``hi``."""
+    rule = rule or (_whole_rule(lo, hi) if whole else f"a number from {lo:g} to {hi:g}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be {rule}; got {guard.json_type(value)}.")
+    if not math.isfinite(value) or (whole and value != int(value)) or not lo <= value <= hi:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise ValueError(f"{what} must be {rule}; got {shown}.")
 
 
 # ---------------------------------------------------------------- stopping runs
@@ -390,7 +422,8 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         return
     try:
         tools = parse_tools(settings.tools_text)
-    except ValueError as e:
+        sampling = settings.sampling(limits.max_new_tokens)
+    except ValueError as e:  # nothing was sent: the text stays in its box
         sess.say(str(e), "error", "chat")
         yield sess
         return
@@ -446,7 +479,6 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         sess.show(live.view(), preview=False)
         yield sess
         record, times = [], []
-        sampling = settings.sampling
         gen = src.stream(prompt, stop_event=stop_event, **sampling) if src else \
             backends.stream_generate(lm, prompt, stop_event=stop_event, **sampling)
         # The first chunk draws the timeline alone: the chat and message previews (the page's heaviest

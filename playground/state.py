@@ -38,6 +38,7 @@ chat: the conversation, phase idle | generating | awaiting_tool
 
 run: the current Run and its parse, phase empty | streaming | done | stopped | cut | failed
     start_run(kind) -> streaming;  show(view) live updates;  finish_run(run, view, check, phase)
+    end_stream() (it failed, or the client left) -> the run, parse and phase from before start_run
     reparse(view, check) (a template edit: same run, new parse);  drop_run() (memory, client left) -> empty
     A run that started with one template and ends after the editor changed is re-parsed with the editor's.
 
@@ -154,6 +155,7 @@ class Session:
         self.view: ParseView | None = None
         self.check: dict | None = None
         self.run_phase = "empty"
+        self._before_run: tuple = (None, None, None, "empty")  # run, view, check, phase before the stream going
         self.note: str | None = None  # why the run is gone, when it was dropped for memory
         self.timeline_start: int | None = None
         self.inspect_at: int | None = None
@@ -355,7 +357,8 @@ class Session:
     # ------------------------------------------------------------------ run
 
     def start_run(self) -> None:
-        """A stream (generation or replay) begins."""
+        """A stream (generation or replay) begins (what was shown before it comes back if it fails: `end_stream`)."""
+        self._before_run = (self.run, self.view, self.check, self.run_phase)
         self.run_phase = "streaming"
         self.timeline_start = None
         self.inspect_at = None
@@ -378,10 +381,12 @@ class Session:
         self.touch("phase", "run", "frame", "preview", "inspect")
 
     def end_stream(self) -> None:
-        """The stream ended without a final state (the client left): no run is going any more."""
+        """The stream ended without a final state (it failed, or the client left): no run is going any more. Its
+        live frames were of a run that now does not exist, so the run shown before it comes back (the timeline
+        stops saying it streams), and a chat turn it was generating is taken back (`fail_turn`)."""
         if self.run_phase == "streaming":
-            self.run_phase = "stopped"
-            self.touch("phase")
+            self.run, self.view, self.check, self.run_phase = self._before_run
+            self.touch("phase", "run", "frame", "preview", "inspect")
         if self.chat_phase == "generating":
             self.fail_turn()
 
@@ -442,7 +447,8 @@ class Session:
         new = Session.__new__(Session)
         for k, v in self.__dict__.items():
             # runs and parses are never changed in place: share them; copy what transitions mutate
-            new.__dict__[k] = v if k in ("run", "view", "check", "turn_run", "problem") else copy.deepcopy(v, memo)
+            new.__dict__[k] = v if k in ("run", "view", "check", "turn_run", "problem", "_before_run") \
+                else copy.deepcopy(v, memo)
         return new
 
 

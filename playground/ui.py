@@ -158,9 +158,12 @@ def _render_chat_tab(p: _Page, sess: Session) -> None:
             # Its maximum is the server's limit: Gradio refuses a larger value in any request.
             p.max_new = gr.Slider(1, guard.limits().max_new_tokens, value=256, step=1, label="Max new tokens",
                                   elem_id="max-new-tokens")
-            p.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature", elem_id="temperature")
-            p.top_p = gr.Slider(0.05, 1, value=0.95, step=0.05, label="Top-p", elem_id="top-p")
-            p.seed = gr.Number(value=0, precision=0, label="Seed (-1: random)", elem_id="seed")
+            p.temperature = gr.Slider(*handlers.TEMPERATURE_RANGE, value=0.7, step=0.05, label="Temperature",
+                                      elem_id="temperature")
+            p.top_p = gr.Slider(*handlers.TOP_P_RANGE, value=0.95, step=0.05, label="Top-p", elem_id="top-p")
+            # no minimum/maximum here: Gradio would refuse with its own words before the handler says the rule
+            p.seed = gr.Number(value=0, precision=0, label=f"Seed (-1: random; 0 to {handlers.SEED_MAX})",
+                               elem_id="seed")
 
 
 def _render_paste_tab(p: _Page) -> None:

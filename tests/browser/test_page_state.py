@@ -213,3 +213,22 @@ def test_without_a_loaded_model_send_says_so_and_keeps_the_message(browser, no_m
         assert page.input_value("#user-input textarea") == "hi"
     finally:
         ctx.close()
+
+
+def test_a_seed_out_of_range_is_refused_in_the_pages_words_and_nothing_streams(page):
+    """4294967296 (one past numpy's seed range) used to fail inside generate: a raw ValueError in the status
+    line, the user's message gone and the timeline left saying it streams."""
+    from playground.handlers import SEED_MAX
+
+    tab(page, "Chat")
+    if not page.locator("#seed input").is_visible():
+        page.click("#settings .label-wrap")
+    page.fill("#seed input", str(SEED_MAX + 1))
+    page.press("#seed input", "Tab")
+    send(page, "hello there")
+    wait_status(page, f"Seed must be -1 (random) or a whole number from 0 to {SEED_MAX:,}; got {SEED_MAX + 1}.")
+    assert "ValueError" not in page.inner_text("#status")
+    assert page.get_attribute("#timeline .tl", "data-status") != "streaming"
+    assert page.input_value("#user-input textarea") == "hello there"  # nothing was sent
+    assert "hello there" not in page.inner_text("#chatbot")
+    assert page.is_disabled("#stop") and not page.is_disabled("#send")
