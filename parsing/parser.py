@@ -154,6 +154,17 @@ class ResponseParser:
             into a ``region_error`` by ``recover``.
     """
 
+    # Slots: past 30 attributes an instance's __dict__ stops sharing its keys with the others' on CPython 3.11,
+    # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
+    # for the `feed` override of a time-budgeted parser (and for callers that annotate a parser).
+    __slots__ = ("template", "_tool_params", "_tool_types", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
+                 "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_keep_context", "_context",
+                 "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
+                 "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
+                 "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
+                 "_segments", "delimiters", "prefix_length", "dropped_prefix", "initial_events", "_feed_start",
+                 "__dict__", "__weakref__")
+
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
                  time_budget: float | None = None):
