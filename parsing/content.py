@@ -38,6 +38,23 @@ def _compiled(source: Any):
     return regex.compile(source, regex.DOTALL)
 
 
+def _delimited_source(open_d: Any, close_d: Any) -> str:
+    """The pattern of a ``string_delims`` pair: the text between ``open_d`` and the next ``close_d``."""
+    if type(open_d) is str and type(close_d) is str:
+        return _delimited_str(open_d, close_d)  # kept: `regex.escape` costs more than the match
+    return _delimited_str.__wrapped__(open_d, close_d)  # uncached: `regex`'s own error for anything else
+
+
+@lru_cache(maxsize=256)
+def _delimited_str(open_d: str, close_d: str) -> str:
+    return regex.escape(open_d) + r"(.*?)" + regex.escape(close_d)
+
+
+def _quote_key(match) -> str:
+    # A function, not the template r'"\1":': the `regex` module parses a template string on every call.
+    return '"' + match.group(1) + '":'
+
+
 def parse_text(body: str, args: dict, ctx: ParseContext) -> str:
     """The body, stripped of surrounding whitespace unless ``args["strip"]`` is false."""
     return body.strip() if args.get("strip", True) else body
@@ -80,11 +97,11 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
         return f"{_HOLE_OPEN}{len(pulled) - 1}{_HOLE_CLOSE}"
 
     for i, (open_d, close_d) in enumerate(string_delims):
-        source = regex.escape(open_d) + r"(.*?)" + regex.escape(close_d)
+        source = _delimited_source(open_d, close_d)
         rewritten = run_regex(_compiled(source), "sub", pull, rewritten, limits=ctx,
                               field=ctx.field, role=f"{ctx.path}string_delims[{i}]", source=source)
     if args.get("unquoted_keys", False):
-        rewritten = _BARE_KEY.sub(r'"\1":', rewritten)
+        rewritten = _BARE_KEY.sub(_quote_key, rewritten)
     if pulled:  # one pass (a replace per string was quadratic: 32,000 strings in 256 KB took 10 s)
         rewritten = _HOLE.sub(lambda m: json.dumps(pulled[int(m.group(1))]), rewritten)
     try:
