@@ -63,6 +63,18 @@ class _Run:
     least: int
     name: str | None = None
     cls: str = ""  # the class as written (``\\s``, ``[^<]``)
+    # The literal right after the run when the run accepts its first character (`_check_runs`): the walk then
+    # tries the greedy end first and then, as the engine backtracks, each shorter end where that literal starts.
+    back: str | None = None
+    rest: tuple = ()  # with ``back``: the items after the run
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """Where a named group that holds more than one run opens (``opening``) or closes (zero width)."""
+
+    name: str
+    opening: bool
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,9 @@ class Shape:
 
     branches: tuple
     named: bool = False
+    # The group names in the pattern's order, when a named group holds more than one run (its capture is made
+    # when it closes, after those inside it): a MATCH's captures are put in this order, as ``groupdict()`` has them.
+    order: tuple | None = None
 
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None) -> tuple[int, int]:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
@@ -131,11 +146,16 @@ class Shape:
                     if pending:
                         return UNDECIDED, None
                     continue
+            if self.order is not None and captures:
+                ordered = {name: captures[name] for name in self.order if name in captures}
+                captures.clear()
+                captures.update(ordered)
             return MATCH, end
         return FAIL, -1
 
 
-def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None) -> tuple:
+def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None,
+          marks: dict | None = None) -> tuple:
     """One sequence at ``at``: ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer edge cut it (``(UNDECIDED,
     None)``), or, in consumed text (``consuming``), a run reaches the edge and could take more (``(UNDECIDED, run)``:
     whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it)."""
@@ -159,9 +179,18 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 return UNDECIDED, item if consuming else None
             if j - i < item.least:
                 return FAIL, -1
+            if item.back is not None:
+                return _give_back(item, buf, i, j, eos, consuming, captures, marks)
             if captures is not None and item.name is not None:
                 captures[item.name] = buf[i:j]
             i = j
+        elif kind is _Mark:
+            if item.opening:
+                if marks is None:
+                    marks = {}
+                marks[item.name] = i
+            elif captures is not None:
+                captures[item.name] = buf[marks[item.name]:i]
         elif kind is _Choice:
             for literal in item.literals:
                 if buf.startswith(literal, i):
@@ -177,6 +206,30 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
                 return UNDECIDED, None
     return MATCH, i
+
+
+def _give_back(run: _Run, buf: str, i: int, j: int, eos: bool, consuming: bool, captures: dict | None,
+               marks: dict | None) -> tuple:
+    """The items after ``run`` (which matched ``buf[i:j]`` greedily, short of the edge or at the end of the stream)
+    as the engine tries them: the literal after the run (``run.back``) cannot start at the greedy end (the run
+    stopped at a character it does not accept, and it accepts the literal's first one), so from each shorter end
+    where that literal starts, longest first. The first that matches wins; one undecided before any matches (the
+    literal cut off by the edge, or the rest undecided) leaves the whole undecided."""
+    back = run.back
+    lo = i + run.least
+    if not eos:
+        for k in range(max(lo, len(buf) - len(back) + 1), j):
+            if back.startswith(buf[k:]):
+                return UNDECIDED, None
+    k = buf.rfind(back, lo, j - 1 + len(back))
+    while k != -1:
+        status, found = _walk(run.rest, buf, k, eos, consuming, captures, marks)
+        if status != FAIL:
+            if status == MATCH and captures is not None and run.name is not None:
+                captures[run.name] = buf[i:k]
+            return status, found
+        k = buf.rfind(back, lo, k - 1 + len(back)) if k > lo else -1
+    return FAIL, -1
 
 
 def cut_off(literals: tuple[str, ...], buf: str, at: int) -> bool:
@@ -201,14 +254,26 @@ def shape_of(source: str, flags: int) -> Shape | None:
                 branches.append((items, ahead))
             else:
                 branches.append((_sequence(alternative, flags, True), None))
-        for items, ahead in branches:
-            _check_runs(items, ahead)
-            for sequence in ahead or ():
-                _check_runs(sequence, None)
-        named = any(type(item) is _Run and item.name is not None for items, _ in branches for item in items)
-        return Shape(tuple(branches), named)
+        branches = [(_check_runs(items, ahead),
+                     None if ahead is None else tuple(_check_runs(sequence, None, False) for sequence in ahead))
+                    for items, ahead in branches]
+        named = any(type(item) is _Run and item.name is not None or type(item) is _Mark
+                    for items, _ in branches for item in _all_items(items))
+        order = None
+        if any(type(item) is _Mark for items, _ in branches for item in _all_items(items)):
+            groups = regex.compile(source, flags).groupindex
+            order = tuple(sorted(groups, key=groups.get))
+        return Shape(tuple(branches), named, order)
     except (_NotAShape, regex.error, IndexError):
         return None
+
+
+def _all_items(items: tuple):
+    """The items of a sequence, with those after a run that gives characters back (`_Run.rest`)."""
+    for item in items:
+        yield item
+        if type(item) is _Run and item.back is not None:
+            yield from _all_items(item.rest)
 
 
 # At most this many alternatives after expanding groups and optional items (a pattern with more is no shape).
@@ -242,6 +307,15 @@ def _expanded_sequence(alt: str) -> list[str]:
         elif char == "(":
             close = _group_end(alt, i)
             j = close + 1
+            if alt.startswith("(?P<", i):
+                head = alt.index(">", i) + 1
+                inner = alt[head:close]
+                choices = _expanded(inner)
+                if choices != [inner]:  # P(?P<n>A|B)S as P(?P<n>A)S|P(?P<n>B)S
+                    rests = _expanded_sequence(alt[j:])
+                    if len(choices) * len(rests) > MAX_ALTERNATIVES:
+                        raise _NotAShape("too many alternatives")
+                    return [alt[:head] + choice + ")" + rest for choice in choices for rest in rests]
             if alt.startswith("(?:", i):
                 optional = alt.startswith("?", j)
                 if optional and alt[j + 1:j + 2] in ("?", "+"):
@@ -383,11 +457,12 @@ def _literal(text: str) -> str:
     return items[0]
 
 
-def _sequence(text: str, flags: int, named: bool) -> tuple:
-    """The items of one alternative (no ``|`` at its top level); ``named``: a run may be a named group."""
+def _sequence(text: str, flags: int, named: bool, top: bool = True) -> tuple:
+    """The items of one alternative (no ``|`` at its top level); ``named``: a run may be a named group; ``top``:
+    the text starts the alternative (where ``^`` may stand)."""
     items: list = []
     i = 0
-    if named and text.startswith("^"):
+    if named and top and text.startswith("^"):
         items.append(START)
         i = 1
     while i < len(text):
@@ -407,9 +482,19 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
                 raise _NotAShape("quantified group")
             if named and text.startswith("(?P<", i):
                 close = text.index(">", i)
-                item, after = _run(text, close + 1, flags, text[i + 4:close])
-                if after != end or not item.name.isidentifier():
-                    raise _NotAShape("a named group holds more than one run")
+                name = text[i + 4:close]
+                if not name.isidentifier():
+                    raise _NotAShape("group name")
+                try:
+                    item, after = _run(text, close + 1, flags, name)
+                except _NotAShape:
+                    after = -1
+                if after != end:
+                    # A named group of more than one run: its items between marks where it opens and closes.
+                    inner = _sequence(text[close + 1:end], flags, True, top=False)
+                    items.extend((_Mark(name, True), *inner, _Mark(name, False)))
+                    i = end + 1
+                    continue
             elif text.startswith("(?:", i):
                 literals = tuple(_literal(alt) for alt in _split(text, i + 3, end))
                 if any(a != b and a.startswith(b) for a in literals for b in literals) or "" in literals:
@@ -441,37 +526,54 @@ def _sequence(text: str, flags: int, named: bool) -> tuple:
     return tuple(merged)
 
 
-def _check_runs(items: tuple, ahead: tuple | None) -> None:
-    """Every run of a sequence (followed by ``ahead``'s sequences, when it ends in a lookahead) must be one whose
-    greedy match is the only one that can lead to a match: whatever a shorter match of it would leave next
-    cannot be taken by what follows. So the characters that may come right after it (through runs that may be
-    empty, into the lookahead) must be ones it does not accept; or the next item is a run that may be empty and
-    accepts all it accepts (given back, they would be taken by that run, which ends where it would have).
-    Else greedy matching could have to give characters back."""
-    for k, item in enumerate(items):
-        if type(item) is _Run:
-            _check_follow(item, items[k + 1:], ahead)
+def _check_runs(items: tuple, ahead: tuple | None, consuming: bool = True) -> tuple:
+    """``items`` once every run of the sequence (followed by ``ahead``'s sequences, when it ends in a lookahead) is
+    one whose matches the walk tries as the engine does. Mostly that is a run whose greedy match is the only one
+    that can lead to a match: whatever a shorter match of it would leave next cannot be taken by what follows. So
+    the characters that may come right after it (through runs that may be empty, and into the lookahead) must be
+    ones it does not accept; or the next item is a run that may be empty, accepts all it accepts and gives nothing
+    back itself (given back, they would be taken by that run, which ends where it would have). In consumed text (``consuming``) a run may
+    also be followed directly by a literal whose first character it accepts: the walk then gives characters back
+    as the engine does (`_Run.back`, `_give_back`). Else greedy matching could have to give characters back in
+    ways the walk does not follow: `_NotAShape`."""
+    items = list(items)
+    for k in range(len(items) - 1, -1, -1):
+        item = items[k]
+        if type(item) is _Run and _check_follow(item, items[k + 1:], ahead):
+            if not consuming:
+                raise _NotAShape("a run giving characters back in a lookahead")
+            items[k] = _Run(item.rx, item.least, item.name, item.cls, items[k + 1], tuple(items[k + 1:]))
+    return tuple(items)
 
 
-def _check_follow(run: _Run, rest: tuple, ahead: tuple | None) -> None:
+def _check_follow(run: _Run, rest, ahead: tuple | None, may_give_back: bool = True) -> bool:
+    """Whether ``run`` is followed right away by a literal whose first character it accepts (the walk must give
+    characters back); raises `_NotAShape` when what follows it is beyond `_check_runs`'s rules."""
+    first = True
     for following in rest:
         kind = type(following)
+        if kind is _Mark:
+            continue
         if kind is _Run:
-            if following.least == 0 and _class_within(run.cls, following.cls):
-                return
+            if following.least == 0 and following.back is None and _class_within(run.cls, following.cls):
+                return False
             if not _classes_disjoint(run.cls, following.cls):
                 raise _NotAShape("a run could give characters back to the run after it")
             if following.least:
-                return
+                return False
+            first = False
             continue
         if kind is _Not or following is START:
             raise _NotAShape("a run followed by a negative lookahead")
         firsts = following[0] if kind is str else "".join(lit[0] for lit in following.literals)
         if any(run.rx.match(char).end() > 0 for char in firsts):
+            if may_give_back and first and kind is str and following is rest[0]:
+                return True
             raise _NotAShape("a run could give characters back")
-        return
+        return False
     for sequence in ahead or ():
-        _check_follow(run, sequence, None)
+        _check_follow(run, sequence, None, False)
+    return False
 
 
 def _class_parts(cls: str) -> tuple[bool, list]:
@@ -504,6 +606,7 @@ def _class_parts(cls: str) -> tuple[bool, list]:
     return negated, members
 
 
+_DISJOINT_ESCAPES = ({"\\s", "\\w"}, {"\\s", "\\d"})
 # Ranges longer than this are not enumerated (a class relation that needs it is taken as unknown: no shape).
 _RANGE_LIMIT = 4096
 
@@ -528,7 +631,10 @@ def _excludes(cls: str, member) -> bool:
             low, high = ord(own[0]), ord(own[1])
             if high - low > _RANGE_LIMIT or any(escape.match(chr(c)) for c in range(low, high + 1)):
                 return False
-        elif len(own) != 1 or escape.match(own):
+        elif len(own) != 1:  # an escape: \\s shares no character with \\w or \\d (checked over every code point
+            if {own, member} not in _DISJOINT_ESCAPES:  # with `regex`'s own set operations)
+                return False
+        elif escape.match(own):
             return False
     return True
 

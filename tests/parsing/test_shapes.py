@@ -20,8 +20,10 @@ FLAGS = regex.compile("", regex.DOTALL).flags
 PIECES = ["<a>", "</a>", "<|e|>", "ab", "a", "<", ">", "|", "\\n", " ", "x"]
 RUNS = ["\\s*", "\\s+", "[\\w.-]+", "\\d*", "[^<]*", "\\w+", "(?P<n>[\\w.-]+)", "(?:<a>|x|b\\n)", "(?!ab|<e)",
         # written out as alternatives (`parsing.shapes._expanded`), and runs that may follow runs
-        "[^\\s<]+", "[^<\\n]*", "s?", "\\n?", "(?:<a>\\s*)?", "(?:x|ab\\s*)", "(?:a|ab)", "(?:\\s*<e>|x)?"]
-ALPHABET = "<>/a|ebx.- \n\t1"
+        "[^\\s<]+", "[^<\\n]*", "s?", "\\n?", "(?:<a>\\s*)?", "(?:x|ab\\s*)", "(?:a|ab)", "(?:\\s*<e>|x)?",
+        # named groups of more than one run, runs that give characters back to the literal after them
+        "(?P<m>a|x\\s*b)", "(?P<k>[^<\\s]+)_\\d+", "\\w+a", "(?P<i>(?:f\\.)?(?P<j>[^:<\\s]+):\\d+|f_(?P<j>\\w+)_\\d+)"]
+ALPHABET = "<>/a|ebx.- \n\t1_:f"
 
 
 def _literal(rng: random.Random) -> str:
@@ -77,7 +79,9 @@ def _pattern(rng: random.Random) -> str:
     (r"(?P<n>\w+)(?P<m>\d+)", False),
     (r"Here(?: is|\w+) my response:", True),  # written out: two alternatives
     (r"a\s*\s", False),  # a run followed by a run
-    (r"x\s*\n", False),  # a run followed by a literal it accepts: greedy matching could give back
+    (r"x\s*\n", True),  # a run followed by a literal it accepts: the walk gives back as the engine does
+    (r"x\s*(?=\n)", False),  # ... not into a lookahead
+    (r"x\s*\s*\n", False),  # ... nor through another run
     (r"tool_calls?", True),  # written out: tool_calls|tool_call
     (r"tool_calls??", False),  # lazy
     (r"<a>\s*[^<]*<b>", True),  # a shorter \s* leaves to [^<]*, which ends where it would have
@@ -93,7 +97,7 @@ def _pattern(rng: random.Random) -> str:
     (r"<tool_call>\s*<function=(?P<name>[^>\n]+)>|<function=(?P<name>[^>\n]+)>(?=\n?<parameter=|\s*</function>)",
      True),
     (r"\[TOOL_CALLS\](?P<name>[^\[\]{}\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", True),
-    (r"<a>\s*(?P<id>(?:f\.)?(?P<name>[^:<\s]+):\d+|f_(?P<name>[^<\s]+)_\d+)", False),  # groups in a named group
+    (r"<a>\s*(?P<id>(?:f\.)?(?P<name>[^:<\s]+):\d+|f_(?P<name>[^<\s]+)_\d+)", True),  # kimi-k2's call id
     (r"<a>(?P<n>\w+)", True),  # a named run
     (r"<a>\s*?", False),  # lazy
     (r"(?i)<a>", False),  # inline flag

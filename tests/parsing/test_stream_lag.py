@@ -100,6 +100,8 @@ def test_a_long_partial_match_is_not_reread_on_every_feed(monkeypatch, family_na
      ">\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call><|im_end|>"),
     ("gpt_oss", "<|channel|>commentary to=functions.f ", "x", '<|message|>{"a": 1}<|call|>'),
     ("magistral", "[TOOL_CALLS]f[CALL_ID]", "x", '[ARGS]{"a": 1}</s>'),
+    ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions_", "ab_",
+     '0<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|><|tool_calls_section_end|><|im_end|>'),
 ])
 def test_a_long_undecided_shape_is_not_reread_on_every_feed(monkeypatch, family_name, head, fill, tail):
     """A delimiter decided by string operations (`parsing.shapes`) whose run reaches the buffer edge (a function
