@@ -580,7 +580,13 @@ class ResponseParser:
             elif found is not None and watch.literal_owners is not None and not as_reference \
                     and found.group() in watch.literal_set:
                 hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
-            elif found is not None and watch.steps and not as_reference:
+            elif found is None and not pos and watch.start_steps and not as_reference and not eos \
+                    and self._clock is not None and self._clock.deferred is not None \
+                    and self._clock.still_deferred(buf, 0, base, ctx):
+                hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
+            elif (found is not None or not pos and watch.start_steps and not eos) and watch.steps and not as_reference:
+                # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of them
+                # shapes), from index 0 itself.
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()
@@ -591,7 +597,7 @@ class ResponseParser:
                         history[:] = ["".join(history)]
                     before = history[0]
                 window = self._state_start - base
-                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                hit, hold = shape_step(watch, buf, found.start() if found is not None else 0, eos, clock, base, ctx, before,
                                        window if window >= 0 else None)
             else:
                 clock = self._clock

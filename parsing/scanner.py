@@ -210,6 +210,9 @@ class WatchSet:
     # that can match only at index 0 of the buffer (``^...``: its prefilter has `at_start` and no literal):
     # `shape_step` can scan the state.
     steps: bool = False
+    # `steps`, with a finder, and every delimiter that may match at index 0 whatever the text (``^``) is a shape:
+    # `shape_step` can scan the state from index 0 before those have failed there.
+    start_steps: bool = False
 
 
 def watch_sets(template: CompiledTemplate) -> dict:
@@ -233,6 +236,9 @@ def watch_sets(template: CompiledTemplate) -> dict:
             prefilter = make_prefilter([lit for d in delimiters for lit in d.prefilter.literals],
                                        any(d.prefilter.at_start for d in delimiters))
         fast = prefilter is not None and (prefilter.finder is not None or not prefilter.literals)
+        steps = prefilter is not None and all(d.literals is not None or d.shape is not None
+                                              or d.split_shapes is not None or not d.prefilter.literals
+                                              for d in delimiters)
         owners = None
         if delimiters and all(d.literals is not None for d in delimiters):
             owners = tuple(sorted(((lit, d) for d in delimiters for lit in d.literals), key=lambda p: -len(p[0])))
@@ -245,9 +251,10 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                any(d.literals is None and d.lookbehind is None for d in delimiters),
                                frozenset(id(d) for d in delimiters if d.prefilter is not None and d.prefilter.at_start),
                                frozenset(id(d) for d in delimiters if _dies_at_start(d)),
-                               prefilter is not None and all(
-                                   d.literals is not None or d.shape is not None or d.split_shapes is not None
-                                   or not d.prefilter.literals for d in delimiters))
+                               steps,
+                               steps and prefilter.finder is not None and all(
+                                   d.shape is not None or d.split_shapes is not None
+                                   for d in delimiters if d.prefilter.at_start))
     return sets
 
 
@@ -293,7 +300,8 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                before: str = "", window: int | None = None) -> tuple[Hit | None, int]:
     """`scan` for a state whose delimiters `WatchSet.steps` covers, given ``at``: the first position at or after the
     scan position where the state's finder found a whole literal (nothing before it), and (unless every ``^``-only
-    delimiter failed there for good) not index 0 of the buffer.
+    delimiter failed there for good) not index 0 of the buffer; or index 0 itself, the scan position, when the
+    state's ``^``-delimiters are all shapes (`WatchSet.start_steps`: a shape decides index 0 like any other).
 
     Position by position from ``at`` (the finder's next match each time): every delimiter decides there at once
     (a literal by ``startswith``, a shape by `Shape.decide`; a ``^``-only pattern cannot match past index 0). One
@@ -314,6 +322,8 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                 match = {} if shape.named else None
                 status, stop = shape.decide(buf, at, eos, match)
                 if status == FAIL:
+                    if not at and not eos and id(delim) in watch.start_dies:
+                        clock.dead_at_start.add(id(delim))  # a ^-shape failed at index 0: for good
                     continue
                 if status == UNDECIDED:
                     clock.deferred = (at + base, delim, shape, stop)
