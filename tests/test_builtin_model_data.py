@@ -26,7 +26,9 @@ def train_examples():
             + data.make_examples(300, "train", 0, drill=True, focus=True) + data.make_echo_examples(300, 0, focus=True)
             + data.make_examples(2000, "train", 0, boundary=True)
             + data.make_examples(300, "train", 0, drill=True, boundary=True)
-            + data.make_echo_examples(300, 0, focus=True, boundary=True))
+            + data.make_echo_examples(300, 0, focus=True, boundary=True)
+            + data.make_examples(2000, "train", 0, exact=True)
+            + data.make_examples(300, "train", 0, drill=True, exact=True))
 
 
 @pytest.fixture(scope="module")
@@ -278,3 +280,32 @@ def test_boundary_mix_answers_questions_it_cannot_know_briefly_without_a_call():
     # some of them say "in <word>" (where v3 called get_weather with the word as the city)
     assert sum(" in " in ex["messages"][-1]["content"] for ex in unknown) > 50
     assert not set(data.user_messages(plain)) & set(data.plain_held_out_questions())
+
+
+def test_exact_mix_asks_for_units_forecasts_and_single_calculations():
+    """Part 5's mix: a requested unit (lower case or capitalised, anywhere in the message) is always
+    in the call, lower case; forecasts worded as look-ups call get_weather; a single calculation is
+    one call; the rest is the boundary mix, and the stream is its own."""
+    examples = data.make_examples(3000, "train", 9, exact=True)
+    calls = [(ex["messages"][-1]["content"] if ex["kind"] == "call" else
+              [m for m in ex["messages"] if m["role"] == "user"][-1]["content"], _calls_of(ex))
+             for ex in examples if ex["kind"] != "plain"]
+    units = [(u, c) for u, c in calls if len(c) == 1 and "unit" in c[0]["function"]["arguments"]]
+    assert len(units) > 0.1 * len(calls)
+    starts = 0
+    for user, (call,) in units:
+        unit = call["function"]["arguments"]["unit"]
+        assert unit in ("celsius", "fahrenheit") and unit in user.lower(), user
+        assert user.lower().count("celsius") + user.lower().count("fahrenheit") == 1, user
+        starts += user.lower().index(unit) < user.index(call["function"]["arguments"]["city"])
+    assert starts > 0.15 * len(units)  # the unit before the city, as well as after it
+    # a single weather request without a unit word never gets one
+    for user, cs in calls:
+        if len(cs) == 1 and cs[0]["function"]["name"] == "get_weather" and "unit" not in cs[0]["function"]["arguments"]:
+            assert "celsius" not in user.lower() and "fahrenheit" not in user.lower(), user
+    looked_up = [(u, c) for u, c in calls if re.search(r"\b(?:look|forecast|find|fetch)", u, re.I)
+                 and all(x["function"]["name"] == "get_weather" for x in c)]
+    assert len(looked_up) > 100
+    single_calcs = [c for u, c in calls if len(c) == 1 and c[0]["function"]["name"] == "calculate"]
+    assert len(single_calcs) > 150
+    assert data.training_block("exact", 0, 0, 64, 0.15, 0.1) != data.training_block("boundary", 0, 0, 64, 0.15, 0.1)

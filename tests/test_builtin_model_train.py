@@ -148,9 +148,11 @@ def test_circuit_slices_learn_at_a_fraction_of_the_rate():
 
 
 def test_first_block_numbers_parse_and_reject_typos():
-    assert train._block_numbers("copy=25,main=12") == {"copy": 25, "main": 12, "focus": 0, "boundary": 0}
-    assert train._block_numbers("main=3") == {"copy": 0, "main": 3, "focus": 0, "boundary": 0}
-    assert train._block_numbers("copy=25,main=18,focus=12,boundary=2") == {"copy": 25, "main": 18, "focus": 12, "boundary": 2}
+    assert train._block_numbers("copy=25,main=12") == {"copy": 25, "main": 12, "focus": 0, "boundary": 0, "exact": 0}
+    assert train._block_numbers("main=3") == {"copy": 0, "main": 3, "focus": 0, "boundary": 0, "exact": 0}
+    assert train._block_numbers("copy=25,main=18,focus=12,boundary=2") == {"copy": 25, "main": 18, "focus": 12,
+                                                                         "boundary": 2, "exact": 0}
+    assert train._block_numbers("copy=25,main=18,focus=12,boundary=14,exact=1")["exact"] == 1
     for bad in ("mian=3", "main=x", "main"):
         with pytest.raises(Exception, match="copy=N,main=M"):
             train._block_numbers(bad)

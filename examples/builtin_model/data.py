@@ -817,9 +817,12 @@ def _two_cities(split: str, rng: random.Random, focus: bool = False) -> tuple[st
 
 
 def _request(split: str, rng: random.Random, kind: str | None = None, focus: bool = False,
-             boundary: bool = False) -> tuple[str, list[dict]]:
+             boundary: bool = False, exact: bool = False) -> tuple[str, list[dict]]:
     """A user message and the calls that answer it (one or two); ``focus``: the focus mix's
-    request kinds and values; ``boundary``: the boundary mix's (see ``make_example``)."""
+    request kinds and values; ``boundary``, ``exact``: the boundary or exact mix's (see
+    ``make_example``)."""
+    if exact:
+        return _exact_request(rng, kind)
     if boundary:
         return _boundary_request(rng, kind)
     kind = kind or rng.choices(_KINDS, weights=_FOCUS_KIND_WEIGHTS if focus else _KIND_WEIGHTS)[0]
@@ -1090,6 +1093,76 @@ def _boundary_request(rng: random.Random, kind: str | None = None) -> tuple[str,
     return _request("train", rng, kind, focus=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# The exact mix (part 5): v4's remaining call failures. It dropped a unit the user asked for
+# ("In celsius, how warm is it in X?" -> no ``unit``), called an invented ``web_weather`` when
+# asked to "look up the forecast", and made two calls for one calculation. Requests with a unit
+# word at the start, middle or end (lower case or capitalised), weather requests worded as
+# look-ups and forecasts, and single calculations in new words, on top of the boundary mix.
+# ---------------------------------------------------------------------------------------------
+
+_EXACT_PHRASINGS = {
+    "weather_unit": [
+        "In {unit}, what's the weather in {city}?", "In {unit} please: how hot is it in {city}?",
+        "Using {unit}, tell me the weather in {city}.", "{Unit} please. What's the temperature in {city}?",
+        "Weather in {city} ({unit})?", "What's the temperature in {city}, in {unit}?",
+        "How cold is it in {city} in {unit}?", "Give me the temperature of {city} in degrees {unit}.",
+        "{city}: temperature in {unit}, please.", "Is it hot in {city}? Answer in {unit}.",
+        "Degrees {unit}: how warm is {city} today?", "I think in {unit}. What's the weather like in {city}?",
+        "Weather for {city} in {unit} degrees.", "Check the weather in {city} and give it in {unit}.",
+        "Current temperature for {city} ({unit}), please.", "What's it like in {city} in {unit}?",
+        "{Unit}, please: weather in {city}.", "Tell me how warm {city} is in {unit}.",
+        "Temperature of {city} in {unit}?", "How many degrees {unit} is it in {city}?",
+        "In degrees {unit}, what's the temperature of {city}?", "{Unit} only: is it cold in {city}?",
+        "Show the weather in {city}, {unit} please.", "My thermometer uses {unit}. Weather in {city}?",
+        "Look up the temperature in {city} in {unit}.", "Forecast in {unit} for {city}, please.",
+        "(In {unit}) What's the weather in {city}?", "Weather {city} {unit}",
+    ],
+    "forecast": [
+        "Look up the weather in {city}.", "Can you look up the weather for {city}?", "Please look up {city}'s forecast.",
+        "Look up today's forecast in {city}, please.", "I need you to look up the temperature in {city}.",
+        "Check the forecast for {city}.", "Pull up the forecast for {city}, please.",
+        "What does the forecast say for {city}?", "Find the weather forecast for {city}.",
+        "Forecast for {city} tomorrow?", "Get me the forecast in {city}.", "Look up whether it will rain in {city}.",
+        "Can you find out the weather in {city}?", "Would you check the forecast for {city}?",
+        "Look up {city} weather, please.", "What's the latest forecast for {city}?", "Show me the forecast for {city}.",
+        "Please find the forecast for {city}.", "Look up the conditions in {city} for me.",
+        "Could you find the weather report for {city}?", "Look up how warm it is in {city}.",
+        "Weather forecast, {city}, please.", "I'd like the forecast for {city}.", "Fetch the forecast for {city}.",
+    ],
+    "calc": [
+        "What's {expr} equal to?", "How much does {expr} make?", "Give me the result of {expr}.",
+        "{expr} - what's the answer?", "Can you do {expr} for me?", "What's the answer to {expr}?",
+        "Do the math: {expr}.", "Tell me what {expr} gives.", "What would {expr} be?", "Work this out: {expr}",
+        "I need the result of {expr}, please.", "What does {expr} equal?", "Evaluate {expr} for me, please.",
+        "Result of {expr}?", "{expr}: what's that?", "What does {expr} give?", "Calculate this: {expr}",
+        "Math question: what is {expr}?", "Please compute {expr} and tell me the result.",
+        "What is {expr} exactly?", "Can you calculate {expr} and show the answer?",
+    ],
+}
+
+
+def _exact_request(rng: random.Random, kind: str | None = None) -> tuple[str, list[dict]]:
+    """A request of the exact mix and its calls: a unit, forecast or single-calculation request
+    in the phrasings above (three in ten), else a request of the boundary mix."""
+    kind = kind or rng.choices(["weather_unit", "forecast", "calc", "boundary"], weights=[13, 8, 9, 70])[0]
+    if kind == "boundary":
+        return _boundary_request(rng)
+    phrase = rng.choice(_EXACT_PHRASINGS[kind])
+    if kind == "calc":
+        e, val = _expr("train", rng)
+        return phrase.format(expr=e), [_call("calculate", {"expression": e, "_value": val})]
+    if rng.random() < 0.4:
+        phrase = _trail(phrase, rng)
+    c = _boundary_city(rng)
+    if kind == "forecast":
+        return phrase.format(city=c), [_call("get_weather", {"city": c})]
+    u = rng.choice(["celsius", "fahrenheit"])
+    shown = u.capitalize() if rng.random() < 0.3 else u
+    return (phrase.format(city=c, unit=shown, Unit=u.capitalize()),
+            [_call("get_weather", {"city": c, "unit": u})])
+
+
 # Plain questions no tool answers and a tiny model cannot know: many subjects and forms (some
 # with "in ..." or a time word, where v3 called get_weather with the phrase as the city),
 # answered briefly and honestly.
@@ -1226,7 +1299,7 @@ def _tools_called(messages: list[dict]) -> set[str]:
 
 
 def make_example(split: str, rng: random.Random, drill: bool = False, focus: bool = False,
-                 boundary: bool = False) -> dict:
+                 boundary: bool = False, exact: bool = False) -> dict:
     """One training/evaluation example.
 
     Returns a dict with ``messages`` (the conversation before the assistant turn), ``tools``
@@ -1249,6 +1322,11 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
     ``_unknown_question``): values followed by other words, long names, two calls of mixed
     tools, exchange rates in many phrasings, and plain questions the model cannot know,
     answered briefly and honestly (six of the eight plain questions; the rest as before).
+
+    ``exact`` (training only) is the mix aimed at v4's remaining call failures
+    (``_exact_request``): three in ten requests ask for a unit, a looked-up forecast or a single
+    calculation in new words, the rest are the boundary mix's; a little more calls (7 of 13
+    conversations) and the boundary mix's plain questions.
     """
     thinking = rng.random() < 0.5
     system = None if drill else rng.choice(_SYSTEMS)
@@ -1257,7 +1335,9 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
         for _ in range(rng.choice([1, 1, 2])):
             messages += _exchange(rng)
     earlier = _tools_called(messages)
-    if boundary:
+    if exact:
+        weights = [3, 2, 0] if drill else [7, 3, 3]
+    elif boundary:
         weights = [3, 2, 0] if drill else [6, 3, 4]
     elif focus:
         weights = [2, 3, 0] if drill else [5, 4, 4]
@@ -1265,7 +1345,7 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
         weights = [3, 2, 0] if drill else ([6, 3, 3] if split == "train" else [5, 4, 3])
     kind = rng.choices(["call", "answer", "plain"], weights=weights)[0]
     if kind == "plain":
-        user, answer = _unknown_question(rng) if boundary and rng.random() < 0.75 else _plain(split, rng)
+        user, answer = _unknown_question(rng) if (boundary or exact) and rng.random() < 0.75 else _plain(split, rng)
         tools = _offered_tools(earlier, rng, split) if earlier or rng.random() < 0.75 else None
         messages.append({"role": "user", "content": user})
         target = {"role": "assistant", "content": answer}
@@ -1281,7 +1361,7 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
             ])
         return {"messages": messages, "tools": tools, "thinking": thinking, "kind": kind, "target": target}
 
-    user, calls = _request(split, rng, focus=focus, boundary=boundary)
+    user, calls = _request(split, rng, focus=focus, boundary=boundary, exact=exact)
     tools = _offered_tools({c["function"]["name"] for c in calls} | earlier, rng, split, drill)
     messages.append({"role": "user", "content": user})
     clean = [_clean(c) for c in calls]
@@ -1317,12 +1397,12 @@ def make_example(split: str, rng: random.Random, drill: bool = False, focus: boo
 
 
 def make_examples(n: int, split: str, seed: int, drill: bool = False, focus: bool = False,
-                  boundary: bool = False) -> list[dict]:
+                  boundary: bool = False, exact: bool = False) -> list[dict]:
     """``n`` examples of one split, reproducible from ``seed`` (``drill``: call drills,
-    ``focus``: the focus mix, ``boundary``: the boundary mix, see ``make_example``)."""
+    ``focus``, ``boundary``, ``exact``: those mixes, see ``make_example``)."""
     rng = random.Random(f"{split}:{seed}" + (":drill" if drill else "") + (":focus" if focus else "")
-                        + (":boundary" if boundary else ""))
-    return [make_example(split, rng, drill, focus, boundary) for _ in range(n)]
+                        + (":boundary" if boundary else "") + (":exact" if exact else ""))
+    return [make_example(split, rng, drill, focus, boundary, exact) for _ in range(n)]
 
 
 _ECHO = [  # (request, answer) forms of the copy drills; {x} and {y} are made-up values
@@ -1387,14 +1467,16 @@ def make_echo_example(rng: random.Random, focus: bool = False) -> dict:
             "thinking": thinking, "kind": "plain", "target": target}
 
 
-def make_echo_examples(n: int, seed: int, focus: bool = False, boundary: bool = False) -> list[dict]:
-    """``n`` copy drills (``make_echo_example``), reproducible from ``seed`` (``boundary``: a stream
-    of its own)."""
-    rng = random.Random(f"echo:{seed}" + (":focus" if focus else "") + (":boundary" if boundary else ""))
+def make_echo_examples(n: int, seed: int, focus: bool = False, boundary: bool = False,
+                       exact: bool = False) -> list[dict]:
+    """``n`` copy drills (``make_echo_example``), reproducible from ``seed`` (``boundary``,
+    ``exact``: a stream of its own)."""
+    rng = random.Random(f"echo:{seed}" + (":focus" if focus else "") + (":boundary" if boundary else "")
+                        + (":exact" if exact else ""))
     return [make_echo_example(rng, focus) for _ in range(n)]
 
 
-PHASES = ("copy", "main", "focus", "boundary")  # the example streams of training_block
+PHASES = ("copy", "main", "focus", "boundary", "exact")  # the example streams of training_block
 
 
 def training_block(phase: str, seed: int, number: int, size: int, drill_share: float = 0.0,
@@ -1402,8 +1484,8 @@ def training_block(phase: str, seed: int, number: int, size: int, drill_share: f
     """Block ``number`` of a training run's example stream (what ``train.py`` draws).
 
     ``phase`` ``"copy"``: ``size`` copy drills; ``"main"``: conversations with a ``drill_share``
-    of call drills and an ``echo_share`` of copy drills; ``"focus"`` and ``"boundary"``: the same
-    shares of the focus or boundary mix (``make_example``; the boundary mix's copy drills are the
+    of call drills and an ``echo_share`` of copy drills; ``"focus"``, ``"boundary"`` and ``"exact"``:
+    the same shares of that mix (``make_example``; the boundary and exact mixes' copy drills are the
     focus mix's), each a separate stream. Drawn from ``seed * 100_003 + number``.
     """
     block_seed = seed * 100_003 + number
@@ -1411,11 +1493,11 @@ def training_block(phase: str, seed: int, number: int, size: int, drill_share: f
         return make_echo_examples(size, block_seed)
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}")
-    focus, boundary = phase == "focus", phase == "boundary"
+    focus, boundary, exact = phase == "focus", phase == "boundary", phase == "exact"
     n_drill, n_echo = int(size * drill_share), int(size * echo_share)
-    return (make_examples(size - n_drill - n_echo, "train", block_seed, focus=focus, boundary=boundary)
-            + make_examples(n_drill, "train", block_seed, drill=True, focus=focus, boundary=boundary)
-            + make_echo_examples(n_echo, block_seed + 7, focus or boundary, boundary))
+    return (make_examples(size - n_drill - n_echo, "train", block_seed, focus=focus, boundary=boundary, exact=exact)
+            + make_examples(n_drill, "train", block_seed, drill=True, focus=focus, boundary=boundary, exact=exact)
+            + make_echo_examples(n_echo, block_seed + 7, focus or boundary or exact, boundary, exact))
 
 
 def user_messages(examples: list[dict]) -> list[str]:

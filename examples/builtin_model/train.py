@@ -358,13 +358,13 @@ def describe(name: str, encoded: list[tuple[list[int], list[int]]]) -> str:
 
 
 def _block_numbers(text: str) -> dict:
-    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12, "focus": 0, "boundary": 0}`` (phases not
+    """``"copy=3,main=12"`` -> ``{"copy": 3, "main": 12, "focus": 0, "boundary": 0, "exact": 0}`` (phases not
     named start at 0)."""
     out = dict.fromkeys(data.PHASES, 0)
     for part in text.split(","):
         phase, _, number = part.partition("=")
         if phase not in out or not number.isdigit():
-            raise argparse.ArgumentTypeError(f"expected copy=N,main=M,focus=K,boundary=L, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected copy=N,main=M,focus=K,boundary=L,exact=E, got {text!r}")
         out[phase] = int(number)
     return out
 
@@ -403,13 +403,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--resume", default=None,
                     help="continue training this saved model folder (tokenizer and weights; fresh optimiser)")
     ap.add_argument("--first-block", type=_block_numbers, default=dict.fromkeys(data.PHASES, 0),
-                    metavar="copy=N,main=M,focus=K,boundary=L",
+                    metavar="copy=N,main=M,focus=K,boundary=L,exact=E",
                     help="block numbers the data streams start at (a resumed run: past what the first part drew)")
-    ap.add_argument("--mix", choices=["main", "focus", "boundary"], default="main",
+    ap.add_argument("--mix", choices=["main", "focus", "boundary", "exact"], default="main",
                     help="the conversation stream after the copy phase: 'focus' weights it toward what v2 got "
                          "wrong (data.make_example): answers, plain questions, two calls, values of common pieces; "
                          "'boundary' toward what v3 got wrong: where a value ends, long names, mixed two-call "
-                         "requests, both currencies, plain questions it cannot know")
+                         "requests, both currencies, plain questions it cannot know; 'exact' toward v4's call "
+                         "failures: requested units, looked-up forecasts, single calculations as one call")
     ap.add_argument("--rope-theta", type=float, default=1e6)
     ap.add_argument("--max-len", type=int, default=768)
     ap.add_argument("--threads", type=int, default=1,
