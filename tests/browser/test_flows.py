@@ -64,8 +64,16 @@ def test_live_generation_and_stop(page, app_url):
     set_code(page, "template", json.dumps(CALLING, indent=2))
     wait_text(page, "#chatbot", "Tool call: echo")
     set_max_tokens(page, 8)
-    page.fill("#tool-result textarea", '{"temperature": 21}')
-    page.click("#send-tool-result")
+    # The random model may have written <|im_end|> inside the stopped turn, and CALLING reads one call per
+    # <|im_end|>: answer every call, one result each; the model answers after the last one.
+    for k in range(1, n + 2):
+        page.fill("#tool-result textarea", '{"temperature": 21}')
+        page.click("#send-tool-result")
+        page.wait_for_function("k => { const t = document.querySelector('#status').innerText; "
+                               "return t.includes(`Tool result ${k} of `) || t.includes('Done'); }",
+                               arg=k, timeout=60000)
+        if "Done" in page.inner_text("#status"):
+            break
     wait_status(page, "Done", timeout=60000)
     page.wait_for_function("document.querySelector('#chatbot').innerText.includes('Tool result')")
     assert page.locator("#chatbot .message-row, #chatbot [data-testid=user]").count() >= 2
