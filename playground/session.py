@@ -11,6 +11,7 @@ transformers reference.
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -245,8 +246,8 @@ class LiveParse:
             elif etype == "region_error":
                 start = ev.get("start", self._last_open.get(ev.get("field"), 0))
                 message = str(ev.get("message"))
-                err = self._error(f"{ev.get('field')}: {message}", start, ev.get("end", self._text_len()),
-                                  ev.get("field"))
+                err = self._error(f"{ev.get('field')}: {region_error_words(message, str(ev.get('raw', '')))}",
+                                  start, ev.get("end", self._text_len()), ev.get("field"))
                 if err is not None and message.startswith("PatternTimeoutError:"):
                     err["timeout"] = True  # the reference has no regex timeout: it would hang on this
             self.preview.add(ev)
@@ -337,6 +338,35 @@ class LiveParse:
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
                          message=self.message, final=self.final, field_names=self.field_names,
                          errors_dropped=self.errors_dropped, preview=self.preview)
+
+
+def region_error_words(message: str, raw: str) -> str:
+    """What the page says about a region whose value failed to build, from its ``region_error`` event (``message``
+    is the parser's ``"ExceptionType: text"``, ``raw`` the region's text): the parser's message, except where
+    Python's own words mean nothing to a user. A RecursionError (a value nested deeper than the JSON decoder's
+    stack) is said with how deep the region's brackets nest. The event keeps the parser's message, exception type
+    included: only the timeline and the status line use these words."""
+    if message.startswith("RecursionError"):
+        depth = bracket_depth(raw)
+        return "the value is nested too deeply to decode" + (f" ({depth:,} levels of brackets)" if depth else "")
+    return message
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def bracket_depth(text: str) -> int:
+    """How deep ``[``/``{`` brackets nest in ``text`` (JSON-like), not counting those inside double-quoted
+    strings; an unbalanced closing bracket counts as closing nothing."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
 
 
 def describe_error(e: BaseException) -> str:
