@@ -135,9 +135,12 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
  padding-left:6px}
 .tpl-warn .ico{color:var(--warn-color)}
 .tpl-bad{color:var(--body-text-color);border:1px solid var(--err-color);border-radius:6px;padding:4px 8px;
- background:color-mix(in srgb,var(--err-color) 12%,var(--background-fill-primary))}
+ background:color-mix(in srgb,var(--err-color) 12%,var(--background-fill-primary));
+ max-width:100%;box-sizing:border-box;overflow-wrap:anywhere}
 .tpl-bad .ico{color:var(--err-color)}
-.tpl-bad pre{margin:4px 0;background:var(--background-fill-primary);color:var(--body-text-color);padding:4px}
+/* the excerpt keeps its lines (columns line up with the editor) and scrolls inside the box when one is long */
+.tpl-bad pre{margin:4px 0;background:var(--background-fill-primary);color:var(--body-text-color);padding:4px;
+ overflow-x:auto;max-width:100%}
 .tpl-bad mark{background:color-mix(in srgb,var(--err-color) 30%,var(--background-fill-primary));
  color:var(--body-text-color)}
 #inspector{min-height:80px}
@@ -299,5 +302,23 @@ JS = r"""
     targets.forEach(t => ob.observe(t, {childList: true, subtree: true}));
   }
   document.addEventListener('click', () => { if (sel) watch(); });
+  // The page replaced the editor's text (a library pick, an example, a confirmed offer: #editor-set's number
+  // changes with it): show the new text from its first column, not at the old text's horizontal scroll.
+  let editorSet = null;
+  function editorReplaced() {
+    const mark = q('#editor-set');
+    if (!mark || mark.dataset.n === editorSet) return;
+    const first = editorSet === null;
+    editorSet = mark.dataset.n;
+    if (first) return;
+    const reset = () => { const sc = q('#template .cm-scroller'); if (sc) sc.scrollLeft = 0; };
+    requestAnimationFrame(() => { reset(); setTimeout(reset, 50); });
+  }
+  (function hook(tries) {  // the script may run before the page's components are drawn
+    const status = q('#template-status');
+    if (!status) { if (tries < 100) setTimeout(() => hook(tries + 1), 100); return; }
+    editorReplaced();
+    new MutationObserver(editorReplaced).observe(status, {childList: true, subtree: true});
+  })(0);
 }
 """

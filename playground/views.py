@@ -51,7 +51,10 @@ def editor(p: _Pass) -> str:
 
 def template_status(p: _Pass) -> str:
     s = p.sess
-    return render.template_status_html(s.problem, s.template_text, origin=s.origin.describe(), edited=s.edited)
+    # #editor-set counts the page's replacements of the editor's text (not typing): the page's script then scrolls
+    # the editor back to its first column
+    return (render.template_status_html(s.problem, s.template_text, origin=s.origin.describe(), edited=s.edited)
+            + f'<span id="editor-set" data-n="{s.versions["editor"]}" hidden></span>')
 
 
 def library(p: _Pass) -> Any:

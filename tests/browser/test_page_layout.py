@@ -1,9 +1,10 @@
 """The page on a 1400x900 window: what is on the first screen, what stands out, when Stop can be pressed."""
 
+import json
 import time
 
 from conftest import open_app
-from pagekit import FINAL, PREFIX, RAW, paste, set_max_tokens, tab, wait_status
+from pagekit import FINAL, PREFIX, RAW, paste, pick_library, set_code, set_max_tokens, tab, wait_code, wait_status
 
 SPEC = "https://huggingface.co/docs/transformers/main/en/chat_response_parsing"
 
@@ -144,5 +145,42 @@ def test_phone_width_nothing_runs_off_the_screen_or_overlaps(browser, app_url):
             }""", [PHONE_PARTS, PHONE_NEIGHBOURS])
             assert found["page"] <= found["W"], (scheme, found)
             assert found["bad"] == [], (scheme, found["bad"])
+        finally:
+            ctx.close()
+
+
+def test_a_long_one_line_error_excerpt_stays_inside_its_box_and_replaced_text_shows_from_column_one(browser,
+                                                                                                      app_url):
+    """A long one-line template: the error excerpt under the editor scrolls inside its red box instead of running
+    past its border; and when the page replaces that text (a library pick), the editor shows the new text from
+    its first column, not at the long line's horizontal scroll. Both colour schemes."""
+    from examples import load_family
+
+    long_line = json.dumps({"fields": {"content": {"close_pattern": "(unclosed" + "x" * 400}},
+                            "start_anchor": "<|im_start|>assistant\n"})
+    for scheme in ("light", "dark"):
+        ctx, page = open_app(browser, app_url, color_scheme=scheme)
+        try:
+            set_code(page, "template", long_line)
+            page.wait_for_selector("#tpl-error pre")
+            box = page.evaluate("""() => {
+                const bad = document.querySelector('#tpl-error'), pre = bad.querySelector('pre');
+                const b = bad.getBoundingClientRect(), p = pre.getBoundingClientRect();
+                return {box: [b.left, b.right], pre: [p.left, p.right], scroll: pre.scrollWidth > pre.clientWidth,
+                        spill: bad.scrollWidth - bad.clientWidth, page: document.documentElement.scrollWidth,
+                        W: window.innerWidth};
+            }""")
+            assert box["box"][0] <= box["pre"][0] and box["pre"][1] <= box["box"][1], (scheme, box)
+            assert box["spill"] <= 0, (scheme, box)  # nothing runs past the red box's border
+            assert box["scroll"], (scheme, box)  # the long line scrolls inside the excerpt
+            assert box["page"] <= box["W"], (scheme, box)
+            # scroll the editor to the long line's end, then let the page replace the text
+            page.evaluate("() => { const s = document.querySelector('#template .cm-scroller'); s.scrollLeft = 1e6; }")
+            assert page.evaluate("() => document.querySelector('#template .cm-scroller').scrollLeft") > 100
+            pick_library(page, "qwen3")
+            page.click("#confirm-yes")  # it replaces edits: the page asks first
+            wait_code(page, "template", load_family("qwen3").template)
+            page.wait_for_function("() => document.querySelector('#template .cm-scroller').scrollLeft === 0",
+                                   timeout=10000)
         finally:
             ctx.close()
