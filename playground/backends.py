@@ -47,7 +47,8 @@ class GenerationError(RuntimeError):
 
 @dataclass
 class LoadedModel:
-    """A loaded model: ``name`` as given, ``tokenizer``, ``model``, ``device`` (str), ``load_seconds``."""
+    """A loaded model: ``name`` (the policy's label for it), ``tokenizer``, ``model``, ``device`` (str),
+    ``load_seconds`` (of its first load), ``reused`` (this call took it from the shared cache)."""
 
     name: str
     tokenizer: Any
@@ -56,6 +57,7 @@ class LoadedModel:
     load_seconds: float = 0.0
     trust_remote_code: bool = False
     info: dict = field(default_factory=dict)
+    reused: bool = False
 
 
 # Loaded models shared by all sessions: one entry per resolved model (and trust-remote-code switch), at most
@@ -125,9 +127,17 @@ def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
         model = rules.resolve(name)
     except policy.ModelRefused as e:
         raise ModelLoadError(str(e)) from None
-    lm = _CACHE.get((model.key, bool(trust_remote_code)), lambda: _load(model, trust_remote_code, rules))
-    # The cached entry keeps the first spelling; each caller sees the name it asked for (tokenizer and model shared).
-    return lm if lm.name == model.label else dataclasses.replace(lm, name=model.label)
+    loads = []
+
+    def load():
+        loads.append(model.key)
+        return _load(model, trust_remote_code, rules)
+
+    lm = _CACHE.get((model.key, bool(trust_remote_code)), load)
+    # The cached entry keeps the first spelling; each caller sees the model's label for the name it asked for
+    # (tokenizer and model shared), and whether it was already loaded.
+    return lm if lm.name == model.label and bool(loads) else dataclasses.replace(lm, name=model.label,
+                                                                                 reused=not loads)
 
 
 def _load(model: policy.ResolvedModel, trust_remote_code: bool, rules: policy.ModelPolicy) -> LoadedModel:
@@ -387,4 +397,5 @@ def model_label(lm: LoadedModel) -> str:
     n = lm.info.get("parameters", 0)
     size = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
     base = os.path.basename(lm.name.rstrip("/")) if lm.info.get("source") == "folder" else lm.name
-    return f"{policy.shown(base)} · {size} params · {lm.device} · loaded in {lm.load_seconds:.1f}s"
+    when = "already loaded" if lm.reused else f"loaded in {lm.load_seconds:.1f}s"
+    return f"{policy.shown(base)} · {size} params · {lm.device} · {when}"

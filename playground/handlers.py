@@ -357,6 +357,8 @@ def load_model(sess: Session, name: str, backend: str, remote_url: str, page: Pa
         still = f" Still using {sess.model_id}." if sess.model_id else " No model is loaded."
         sess.say(f"{str(e).rstrip('.')}.{still}", "error", "model")
         return sess
+    if not src:
+        name = lm.name  # the model's label: one spelling per model ('a/../a' is 'a'; a public server's own name)
     sess.loaded(name)
     tpl, note = backends.template_for_tokenizer(lm.tokenizer)
     text = template_to_text(tpl if tpl is not None else SKELETON_TEMPLATE)

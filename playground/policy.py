@@ -151,7 +151,8 @@ class ModelPolicy:
             return self._refuse(name)
         if os.path.isdir(name):
             real = os.path.realpath(name)
-            return ResolvedModel(f"folder:{real}", "folder", real, name)
+            # the label is the name as typed, without its '..' and '.' detours (messages name it)
+            return ResolvedModel(f"folder:{real}", "folder", real, os.path.normpath(name))
         if HUB_ID.match(name):
             return ResolvedModel(f"hub:{name.casefold()}", "hub", name, name)
         if self.hide_paths:
