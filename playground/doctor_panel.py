@@ -211,6 +211,26 @@ def append_case_text(suite_text: str, case: dict) -> str:
     return (text + "\n" + line if text else line) + "\n"
 
 
+def served_name(name: str) -> str:
+    """The file stem a download named ``name`` gets: Gradio serves files under names that also work on Windows
+    (``con`` becomes ``_con``: a Windows device name), so the export uses that name itself and says it."""
+    from gradio_client.utils import strip_invalid_filename_characters
+
+    served = strip_invalid_filename_characters(name + ".json")
+    return served[:-len(".json")] if served.endswith(".json") else name
+
+
+def export_message(asked: str, paths: list[str]) -> str:
+    """What the page says after `export_files` wrote ``paths`` for the name the user typed (``asked``): the files'
+    names, and why they differ from it when they do."""
+    files = " and ".join(os.path.basename(p) for p in paths)
+    asked = (asked or "").strip()
+    stem = os.path.basename(paths[0])[:-len(".json")] if paths else asked
+    why = (f" ('{asked}' is not a valid file name on Windows, so the files are named '{stem}')"
+           if asked and stem != asked else "")
+    return f"Exported {files}{why}: download both files below."
+
+
 def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
     """Write ``<name>.json`` and ``<name>.cases.jsonl`` into a new temporary folder; returns both paths.
 
@@ -219,7 +239,8 @@ def export_files(template_text: str, suite_text: str, name: str) -> list[str]:
     name = (name or "").strip() or "response_template"
     if not _PLAIN_NAME.fullmatch(name) or len(name.encode()) > 120:
         raise ValueError("The export name must be a plain file name (no folders): letters, digits, spaces, '-', "
-                         "'_' and '.', not starting with '.', at most 120 bytes.")
+                         "'_' and '.', starting with a letter, a digit or '_' (not '-' or '.'), at most 120 bytes.")
+    name = served_name(name)
     parsing.loads_template(template_text)  # editor text, never a path; TemplateError is a ValueError
     cases = doctor_suites.loads_suite(suite_text or "")
     folder = fresh_export_dir("doctor-export-")  # removed after an hour, like every export
@@ -399,7 +420,8 @@ def build_doctor_panel(ctx: Any) -> None:
 
     def do_export(tpl_text, suite_text, name):
         try:
-            return export_files(tpl_text, suite_text, name), _note("Exported: download both files below.", "pass")
+            paths = export_files(tpl_text, suite_text, name)
+            return paths, _note(export_message(name, paths), "pass")
         except Exception as exc:  # noqa: BLE001
             return gr.skip(), _problem(exc)
 

@@ -102,3 +102,37 @@ def test_the_probe_table_has_no_empty_column():
         assert ("why not run" in heads) == skipped, heads
         for row in re.findall(r"<tr class='probe-class'.*?</tr>", table):
             assert len(re.findall(r"<td", row)) == len(heads), row
+
+
+def test_an_export_name_starting_with_a_dash_is_refused_with_the_rule_it_breaks():
+    with pytest.raises(ValueError) as e:
+        doctor_panel.export_files(TPL, "", "-rf")
+    text = str(e.value)
+    assert "starting with a letter, a digit or '_' (not '-' or '.')" in text, text
+
+
+def test_a_windows_device_name_is_exported_under_the_name_the_download_gets_and_the_note_says_so():
+    paths = doctor_panel.export_files(TPL, "", "con")
+    assert [p.rsplit("/", 1)[-1] for p in paths] == ["_con.json", "_con.cases.jsonl"]
+    said = doctor_panel.export_message("con", paths)
+    assert said == ("Exported _con.json and _con.cases.jsonl ('con' is not a valid file name on Windows, so the "
+                    "files are named '_con'): download both files below."), said
+    plain = doctor_panel.export_files(TPL, "", "mine")
+    assert doctor_panel.export_message("mine", plain) == ("Exported mine.json and mine.cases.jsonl: download both "
+                                                          "files below.")
+
+
+def test_a_model_named_with_a_detour_is_the_same_model_said_once_and_already_loaded(tiny_model_dir):
+    import os
+
+    from playground import backends, handlers
+    from playground.handlers import PageConfig
+
+    page = PageConfig(default_model=tiny_model_dir)
+    sess = Session(TPL)
+    handlers.load_model(sess, tiny_model_dir, "local", "", page)
+    detour = os.path.join(tiny_model_dir, "..", os.path.basename(tiny_model_dir))
+    handlers.load_model(sess, detour, "local", "", page)
+    assert sess.model_id == tiny_model_dir  # one spelling for one model: later messages name it so
+    assert "already loaded" in sess.notice.text and "loaded in" not in sess.notice.text, sess.notice.text
+    assert backends.load_model(detour).reused and backends.load_model(detour).name == tiny_model_dir
