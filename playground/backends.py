@@ -48,7 +48,7 @@ class GenerationError(RuntimeError):
 @dataclass
 class LoadedModel:
     """A loaded model: ``name`` (the policy's label for it), ``tokenizer``, ``model``, ``device`` (str),
-    ``load_seconds`` (of its first load), ``reused`` (this call took it from the shared cache)."""
+    ``load_seconds`` (of its first load)."""
 
     name: str
     tokenizer: Any
@@ -57,7 +57,6 @@ class LoadedModel:
     load_seconds: float = 0.0
     trust_remote_code: bool = False
     info: dict = field(default_factory=dict)
-    reused: bool = False
 
 
 # Loaded models shared by all sessions: one entry per resolved model (and trust-remote-code switch), at most
@@ -127,17 +126,19 @@ def load_model(name: str, trust_remote_code: bool = False) -> LoadedModel:
         model = rules.resolve(name)
     except policy.ModelRefused as e:
         raise ModelLoadError(str(e)) from None
-    loads = []
-
-    def load():
-        loads.append(model.key)
-        return _load(model, trust_remote_code, rules)
-
-    lm = _CACHE.get((model.key, bool(trust_remote_code)), load)
+    lm = _CACHE.get((model.key, bool(trust_remote_code)), lambda: _load(model, trust_remote_code, rules))
     # The cached entry keeps the first spelling; each caller sees the model's label for the name it asked for
-    # (tokenizer and model shared), and whether it was already loaded.
-    return lm if lm.name == model.label and bool(loads) else dataclasses.replace(lm, name=model.label,
-                                                                                 reused=not loads)
+    # (tokenizer and model shared).
+    return lm if lm.name == model.label else dataclasses.replace(lm, name=model.label)
+
+
+def is_loaded(name: str, trust_remote_code: bool = False) -> bool:
+    """Whether `load_model` would take ``name``'s model from the shared cache (False for a name it refuses)."""
+    try:
+        key = policy.current().resolve(name).key
+    except policy.ModelRefused:
+        return False
+    return (key, bool(trust_remote_code)) in _CACHE.keys()
 
 
 def _load(model: policy.ResolvedModel, trust_remote_code: bool, rules: policy.ModelPolicy) -> LoadedModel:
@@ -392,10 +393,11 @@ def template_for_tokenizer(tokenizer) -> tuple[dict | None, str]:
     return None, "skeleton (no template on the tokenizer and no library match)"
 
 
-def model_label(lm: LoadedModel) -> str:
-    """One-line description of a loaded model for the status bar."""
+def model_label(lm: LoadedModel, already_loaded: bool = False) -> str:
+    """One-line description of a loaded model for the status bar; ``already_loaded``: it came from the shared
+    cache (said so, instead of its first load's time)."""
     n = lm.info.get("parameters", 0)
     size = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
     base = os.path.basename(lm.name.rstrip("/")) if lm.info.get("source") == "folder" else lm.name
-    when = "already loaded" if lm.reused else f"loaded in {lm.load_seconds:.1f}s"
+    when = "already loaded" if already_loaded else f"loaded in {lm.load_seconds:.1f}s"
     return f"{policy.shown(base)} · {size} params · {lm.device} · {when}"

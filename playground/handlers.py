@@ -351,6 +351,7 @@ def load_model(sess: Session, name: str, backend: str, remote_url: str, page: Pa
     try:
         src = remote_panel.source_for(backend, remote_url, name, page.remotes, page.allow_any_remote,
                                       page.trust_remote_code)
+        already = not src and backends.is_loaded(name, page.trust_remote_code)
         lm = src.load() if src else backends.load_model(name, page.trust_remote_code)
     except (backends.ModelLoadError, ValueError) as e:
         sess.load_failed(name, str(e))
@@ -362,7 +363,7 @@ def load_model(sess: Session, name: str, backend: str, remote_url: str, page: Pa
     sess.loaded(name)
     tpl, note = backends.template_for_tokenizer(lm.tokenizer)
     text = template_to_text(tpl if tpl is not None else SKELETON_TEMPLATE)
-    what = f"the tokenizer of {src.label}; generation runs on the server" if src else backends.model_label(lm)
+    what = f"the tokenizer of {src.label}; generation runs on the server" if src else backends.model_label(lm, already)
     applied = sess.offer(text, Origin("tokenizer", name), f"the template of {name}")
     ask = "" if applied else " Replace your edits with its template? Confirm above the editor."
     done = f"Loaded {what}. Template: {note}.{ask}"

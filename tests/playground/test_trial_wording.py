@@ -135,4 +135,4 @@ def test_a_model_named_with_a_detour_is_the_same_model_said_once_and_already_loa
     handlers.load_model(sess, detour, "local", "", page)
     assert sess.model_id == tiny_model_dir  # one spelling for one model: later messages name it so
     assert "already loaded" in sess.notice.text and "loaded in" not in sess.notice.text, sess.notice.text
-    assert backends.load_model(detour).reused and backends.load_model(detour).name == tiny_model_dir
+    assert backends.is_loaded(detour) and backends.load_model(detour).name == tiny_model_dir
