@@ -301,7 +301,11 @@ def offer_template(sess: Session, offered: dict | None, page: PageConfig) -> Ses
 
 
 def confirm_replace(sess: Session, page: PageConfig, session_hash: str | None = None) -> Iterator[Session]:
-    """Replace the edits with the offered template; an example replay that waited for this then runs."""
+    """Replace the edits with the offered template; an example replay that waited for this then runs (refused,
+    the offer kept, while a run goes: the replay could not follow)."""
+    if sess.pending is not None and sess.pending.then and _refused_while_running(sess, "run"):
+        yield sess
+        return
     pending = sess.confirm()
     if pending is None:
         yield sess
@@ -610,6 +614,9 @@ def example_replay(sess: Session, family: str, transcript: str, page: PageConfig
     A transcript that is not one of ``family``'s is the previous family's, sent before the page had the new list
     (a Replay right after a family pick): the family's first transcript is replayed, the one the list then shows.
     """
+    if _refused_while_running(sess, "run"):  # before its template is offered: a refused replay changes nothing
+        yield sess
+        return
     names = example_transcript_names(family)
     if names and transcript not in names:
         transcript = names[0]

@@ -4,7 +4,7 @@ same words as Send, and their buttons are off: the chat, the status line and the
 from playground import handlers, views
 from playground.handlers import ChatSettings, PageConfig
 from playground.session import SKELETON_TEMPLATE, template_to_text
-from playground.state import Session
+from playground.state import Origin, Session
 
 TPL = template_to_text(SKELETON_TEMPLATE)
 
@@ -57,3 +57,23 @@ def test_send_clear_and_load_buttons_are_off_while_a_run_goes(tiny_model_dir):
     after = _by_view(views.redraw(sess))
     for name in ("send", "tool_btn", "clear_btn", "load_btn"):
         assert after[name]["interactive"] is True, name
+
+
+def test_an_example_replay_during_a_generation_is_refused_and_changes_nothing(tiny_model_dir):
+    """It used to load the example's template into the editor, then refuse the replay: the running chat turn was
+    then parsed with that template."""
+    sess, gen = _mid_generation(tiny_model_dir)
+    page = PageConfig(default_model=tiny_model_dir)
+    for _ in handlers.example_replay(sess, "qwen3", "", page):
+        pass
+    assert sess.notice.text == handlers.RUN_GOING
+    assert sess.template_text == TPL and sess.origin.kind != "example" and sess.pending is None
+    # with edits in the editor the offer waits for a confirmation; confirming mid-run is refused too, offer kept
+    sess.edit(TPL.replace('"fields"', ' "fields"', 1))
+    sess.offer("{}", Origin("example", "qwen3 / x"), "an example", then=("example", "qwen3", "x"))
+    for _ in handlers.confirm_replace(sess, page):
+        pass
+    assert sess.notice.text == handlers.RUN_GOING and sess.pending is not None and sess.template_text != "{}"
+    for _ in gen:
+        pass
+    assert [m["role"] for m in sess.history] == ["user", "assistant"]
