@@ -90,10 +90,11 @@ class ScanState(SearchClock):
         # (delimiter id, lookbehind index, stream offset) -> whether a split delimiter's lookbehind holds there (it
         # never changes).
         self.lookbehinds: dict[tuple[int, int, int], bool] = {}
-        # (position, delimiter, shape, run) when the last scan held from a regex delimiter it did not run (a suffix
-        # still missing, or a match waiting for the end of the stream; shape and run None), or from a
-        # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and the run that
-        # reached the buffer edge, if that was why: `Shape.decide`): `still_deferred` re-checks just that.
+        # (position, delimiter, shape, cause) when the last scan held from a regex delimiter it did not run (a
+        # suffix still missing, or a match waiting for the end of the stream; shape and cause None), or from a
+        # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and why, if
+        # `Shape.decide` said: the run that reached the buffer edge, or (literals, stream offset) of a literal cut
+        # off by it): `still_deferred` re-checks just that.
         self.deferred: tuple[int, Delimiter, Shape | None, object] | None = None
         # The stream offset the buffer ended at when the deferred delimiter's regex last ran, or up to which the
         # deferred shape's edge run is known to reach (`still_deferred`).
@@ -124,17 +125,21 @@ class ScanState(SearchClock):
             return False
         shape = deferred[2]
         if shape is not None:
-            run = deferred[3]
+            cause = deferred[3]
             end = len(buf)
-            if run is not None and run.rx.match(buf, self.checked - base).end() == end:
-                # Only more of the run that reached the edge: still undecided, and nothing before it is read again
-                # (a 32 KB function name streamed a character at a time costs linear time).
-                self.checked = end + base
-                return True
-            status, run = shape.decide(buf, at, False)
+            if cause is not None:
+                if type(cause) is tuple:
+                    if cut_off(cause[0], buf, cause[1] - base):
+                        return True  # the buffer still ends inside the literal that left it undecided
+                elif cause.rx.match(buf, self.checked - base).end() == end:
+                    # Only more of the run that reached the edge: still undecided, and nothing before it is read
+                    # again (a 32 KB function name streamed a character at a time costs linear time).
+                    self.checked = end + base
+                    return True
+            status, cause = shape.decide(buf, at, False)
             if status != UNDECIDED:
                 return False
-            self.deferred = (deferred[0], deferred[1], shape, run)
+            self.deferred = (deferred[0], deferred[1], shape, _absolute(cause, base))
             self.checked = end + base
             return True
         delim = deferred[1]
@@ -150,6 +155,11 @@ class ScanState(SearchClock):
             self.checked = len(buf) + base
             return self.run(delim, "match", buf, at, ctx, partial=True) is not None
         return True
+
+
+def _absolute(cause, base: int):
+    """The cause of an undecided shape (`Shape.decide`) with its buffer index made a stream offset."""
+    return (cause[0], cause[1] + base) if type(cause) is tuple else cause
 
 
 def _rechecked(delim: Delimiter) -> bool:
@@ -326,7 +336,7 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                         clock.dead_at_start.add(id(delim))  # a ^-shape failed at index 0: for good
                     continue
                 if status == UNDECIDED:
-                    clock.deferred = (at + base, delim, shape, stop)
+                    clock.deferred = (at + base, delim, shape, _absolute(stop, base))
                     clock.checked = end + base
                     return None, at
             elif delim.literals is not None:
@@ -570,7 +580,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 if status == UNDECIDED:
                     hold = min(hold, start)
                     if deferred is None or start < deferred[0]:
-                        deferred = (start, delim, shape, stop)  # undecided until more text: no need to rescan
+                        deferred = (start, delim, shape, _absolute(stop, base))  # undecided until more text
                 continue
         else:
             if prefilter is not None:

@@ -116,10 +116,12 @@ class Shape:
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None) -> tuple[int, int]:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
         whatever text follows (the first alternative that matches, every earlier one failing for good);
-        ``(UNDECIDED, run)`` when more text could still make or change a match there (a literal cut off by the
-        buffer edge, a run reaching it): ``run`` is the `_Run` of the consumed text that reached the edge when that
-        is the cause (then, as long as more text only continues that run, the outcome stays UNDECIDED: every
-        earlier alternative failed for good and all before the run is decided), else None; ``(FAIL, -1)`` when no
+        ``(UNDECIDED, cause)`` when more text could still make or change a match there (a literal cut off by the
+        buffer edge, a run reaching it): ``cause`` is the `_Run` of the consumed text that reached the edge when that
+        is why (then, as long as more text only continues that run, the outcome stays UNDECIDED: every earlier
+        alternative failed for good and all before the run is decided), or ``(literals, q)`` when the edge cuts off
+        one of ``literals`` of the consumed text starting at buffer index ``q`` (undecided as long as it still
+        does), else None; ``(FAIL, -1)`` when no
         match can start there. ``eos``: the buffer is the whole rest of the stream (nothing is undecided).
         ``captures``: a dict to receive the named groups of a MATCH (as ``Match.groupdict()`` without the groups
         that took no part)."""
@@ -157,8 +159,10 @@ class Shape:
 def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None,
           marks: dict | None = None) -> tuple:
     """One sequence at ``at``: ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer edge cut it (``(UNDECIDED,
-    None)``), or, in consumed text (``consuming``), a run reaches the edge and could take more (``(UNDECIDED, run)``:
-    whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it)."""
+    None)``); in consumed text (``consuming``), a run reaches the edge and could take more (``(UNDECIDED, run)``:
+    whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it), or
+    the edge cuts off a literal (or a choice of them) starting at ``q`` (``(UNDECIDED, (literals, q))``: all before
+    ``q`` is decided, so while the buffer still ends inside one of them the outcome stays undecided)."""
     end = len(buf)
     i = at
     for item in items:
@@ -170,7 +174,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if buf.startswith(item, i):
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
-                return UNDECIDED, None
+                return UNDECIDED, ((item,), i) if consuming else None
             else:
                 return FAIL, -1
         elif kind is _Run:
@@ -198,7 +202,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     break
             else:
                 if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
-                    return UNDECIDED, None
+                    return UNDECIDED, (item.literals, i) if consuming else None
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):

@@ -3,7 +3,8 @@
 A decision is checked against ``regex`` itself on random patterns and texts: MATCH must be the engine's match at
 that position for the text as it is and for every continuation tried; FAIL must mean no match, complete or
 partial, there; UNDECIDED (a hold, which only delays text) must mean the engine sees a partial or complete
-match there, and, where a run reaching the edge is the cause, stay so while more text only continues that run.
+match there, and, where a run reaching the edge or a literal cut off by it is the cause, stay so while more text
+only continues that run or that literal.
 """
 
 import random
@@ -122,7 +123,7 @@ def _continuations(rng: random.Random) -> list[str]:
 
 def test_decisions_agree_with_the_regex_engine():
     rng = random.Random(1414)
-    checked = edge_runs = 0
+    checked = edge_runs = cut_literals = 0
     while checked < 3000:
         source = _pattern(rng)
         shape = shape_of(source, FLAGS)
@@ -156,7 +157,18 @@ def test_decisions_agree_with_the_regex_engine():
             assert status == UNDECIDED
             # Holding is always safe (it only delays text); it must not happen where nothing can match.
             assert compiled.match(text, at, partial=True) is not None, (source, text, at)
-            if end is not None:
+            if type(end) is tuple:
+                # A literal cut off by the edge at q (`Shape.decide`): while the text still ends inside one of the
+                # literals, the match stays undecided (the scanner then holds without deciding again).
+                literals, q = end
+                for literal in literals:
+                    for stop in range(len(text) - q + 1, len(literal)):
+                        if literal.startswith(text[q:]):
+                            more = literal[len(text) - q:stop]
+                            assert shape.decide(text + more, at, False)[0] == UNDECIDED, (source, text, more)
+                            assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
+                            cut_literals += 1
+            elif end is not None:
                 # The run that reached the edge (`Shape.decide`): more of its characters keep the match undecided
                 # (the scanner then holds without deciding again).
                 accepted = [c for c in ALPHABET if end.rx.match(c).end()]
@@ -166,4 +178,4 @@ def test_decisions_agree_with_the_regex_engine():
                     assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
                     edge_runs += 1
         checked += 1
-    assert edge_runs > 100
+    assert edge_runs > 100 and cut_literals > 100, (edge_runs, cut_literals)
