@@ -584,9 +584,11 @@ class ResponseParser:
                     and self._clock is not None and self._clock.deferred is not None \
                     and self._clock.still_deferred(buf, 0, base, ctx):
                 hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
-            elif (found is not None or not pos and watch.start_steps and not eos) and watch.steps and not as_reference:
+            elif (found is not None or not pos and buf and watch.start_steps and not eos) and watch.steps \
+                    and not as_reference:
                 # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of them
-                # shapes), from index 0 itself.
+                # shapes), from index 0 itself, once there is text there: a zero-width match at the end of the text
+                # never fires (the reference stops there), so an empty buffer goes to scan(), which holds it.
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()

@@ -119,6 +119,23 @@ def test_random_templates_with_and_without_shortcuts(open_, close, text, extra, 
     assert_same(template, "", "".join(pieces), seed)
 
 
+@pytest.mark.parametrize("text", ["", "b", "a", "xa<a>"])
+def test_a_zero_width_start_shape_fires_only_where_there_is_text(text):
+    """A ``^`` open decided by string operations at index 0 (`WatchSet.start_steps`) matches empty text there, but
+    the reference never fires a delimiter at the end of the text: an empty response opens nothing, one-shot or
+    streamed (found by the random test above with hypothesis seeds 117 and 135)."""
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    template = {"start_anchor": "S", "fields": {
+        "content": {}, "x": {"open_pattern": "^|a", "close_pattern": "<a>", "repeats": True,
+                             "transform": {"v": "{content}"}}}}
+    expected = reference_parse(text, template, prefix="")
+    assert parse_response(text, template, prefix="") == expected
+    for chunks in ([text], ["", text], [c for c in text]):
+        assert parse_stream(load_template(template), "", chunks).result() == expected, chunks
+    assert_same(template, "", text, 0)
+
+
 @pytest.mark.parametrize("start", ["A", "B"])
 @pytest.mark.parametrize("bang", [False, True])
 def test_unbounded_lookbehind_sees_the_whole_stream_after_trimming(start, bang):
