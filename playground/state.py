@@ -121,6 +121,8 @@ class Pending:
     then: tuple | None = None
 
 
+_NO_RUN = (None, None, None, "empty")  # Session._before_run when no stream is going
+
 _VERSIONED = ("notice", "editor", "template", "chat", "inbox", "phase", "run", "frame", "preview", "window",
               "inspect", "model")
 
@@ -155,7 +157,8 @@ class Session:
         self.view: ParseView | None = None
         self.check: dict | None = None
         self.run_phase = "empty"
-        self._before_run: tuple = (None, None, None, "empty")  # run, view, check, phase before the stream going
+        # run, view, check, phase before the stream going (held only while it goes: `end_stream` puts them back)
+        self._before_run: tuple = _NO_RUN
         self.note: str | None = None  # why the run is gone, when it was dropped for memory
         self.timeline_start: int | None = None
         self.inspect_at: int | None = None
@@ -374,6 +377,7 @@ class Session:
 
     def finish_run(self, run: Run | None, view: ParseView | None, check: dict | None, phase: str = "done") -> None:
         """The run ended (or a run was parsed in one go): it becomes the current run."""
+        self._before_run = _NO_RUN  # the run before it is not needed any more: free it
         self.keep(run, view, check)
         self.run_phase = phase
         self.inspect_at = None if self.inspect_at is not None and (view is None or self.inspect_at >= len(view.text)) \
@@ -386,6 +390,7 @@ class Session:
         stops saying it streams), and a chat turn it was generating is taken back (`fail_turn`)."""
         if self.run_phase == "streaming":
             self.run, self.view, self.check, self.run_phase = self._before_run
+            self._before_run = _NO_RUN
             self.touch("phase", "run", "frame", "preview", "inspect")
         if self.chat_phase == "generating":
             self.fail_turn()
@@ -404,6 +409,7 @@ class Session:
     def drop_run(self) -> None:
         """Forget the current run and its parse (memory pressure, or the client left)."""
         self.run = self.view = self.check = None
+        self._before_run = _NO_RUN
         if self.turn_run is not None:
             self.turn_run = None
         self.run_phase = "empty"

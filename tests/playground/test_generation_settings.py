@@ -63,3 +63,26 @@ def test_a_failed_generation_ends_the_stream_and_takes_the_turn_back(tiny_model_
     assert drawn["stop"]["interactive"] is False and drawn["replay_btn"]["interactive"] is True
     assert [m["role"] for m in sess.history] == ["user", "assistant"]  # the failed turn was taken back
     assert drawn["user_box"] == "again"  # the text is back in its box
+
+
+def test_the_run_kept_for_a_failing_stream_is_let_go_when_the_stream_ends():
+    """`start_run` keeps the run on screen so that `end_stream` can bring it back; once the new run finishes (or
+    runs are dropped for memory) nothing holds the old one: a session holds one run, as memory accounting counts."""
+    import gc
+    import weakref
+
+    from playground.session import Run
+
+    for end in ("finish", "drop"):
+        sess = Session(TPL)
+        old = Run(prefix="p", chunks=["old"])
+        sess.finish_run(old, None, None)
+        gone = weakref.ref(old)
+        sess.start_run()
+        del old
+        if end == "finish":
+            sess.finish_run(Run(prefix="p", chunks=["new"]), None, None)
+        else:
+            sess.drop_run()
+        gc.collect()
+        assert gone() is None, end
