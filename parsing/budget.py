@@ -87,11 +87,14 @@ def run_regex(compiled: Any, method: str, text: str, *args: Any, limits: ParseCo
         PatternTimeoutError: the call ran past the per-call budget.
         BudgetExceededError: the deadline passed before or during the call.
     """
-    ctx = as_context(limits)
-    timeout = ctx.call_timeout(field, role, source)
+    ctx = limits if type(limits) is ParseContext else as_context(limits)
+    timeout = ctx.regex_timeout if ctx.deadline is None else ctx.call_timeout(field, role, source)
     try:
-        result = getattr(compiled, method)(text, *args, timeout=timeout, **kwargs)
-        return list(result) if method == "finditer" else result
+        if method == "finditer":
+            if not args and not kwargs:  # (string, pos, endpos, overlapped, concurrent, partial, timeout): keywords cost more
+                return list(compiled.finditer(text, None, None, False, None, False, timeout))
+            return list(compiled.finditer(text, *args, timeout=timeout, **kwargs))
+        return getattr(compiled, method)(text, *args, timeout=timeout, **kwargs)
     except TimeoutError:
         if ctx.deadline is not None and (ctx.regex_timeout is None or timeout < ctx.regex_timeout):
             raise BudgetExceededError(ctx.budget, field=field, role=role, pattern=source) from None

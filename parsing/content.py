@@ -121,6 +121,20 @@ def _parse_nested(raw: Any, value_parser: dict | None, ctx: ParseContext) -> Any
     return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}), ctx.nested("value_parser"))
 
 
+@lru_cache(maxsize=256)
+def _tag_pattern(source: str) -> tuple[Any, str | None, int | None, int | None]:
+    """A string ``tag_pattern`` read once: ``(compiled, refused, key group, value group)``. ``refused``: why the
+    pattern is too large to compile (`too_large`; then nothing is compiled). The groups are the numbers of the
+    named groups ``key`` and ``value`` (None: the pattern has no such group). A pattern that does not compile
+    raises ``regex.error`` on every call (nothing is kept)."""
+    why = too_large(source)
+    if why is not None:
+        return None, why, None, None
+    compiled = _compiled_source(source)
+    index = compiled.groupindex
+    return compiled, None, index.get("key"), index.get("value")
+
+
 def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
     """Flat XML-like tags to an object.
 
@@ -137,20 +151,31 @@ def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
-    why = too_large(tag_pattern) if isinstance(tag_pattern, str) else None
-    if why is not None:  # compiling it alone would take seconds and gigabytes
-        raise ValueError(f"xml-inline: {ctx.path}tag_pattern refused: {why}")
+    if type(tag_pattern) is str:
+        compiled, why, key_group, value_group = _tag_pattern(tag_pattern)
+        if why is not None:  # compiling it alone would take seconds and gigabytes
+            raise ValueError(f"xml-inline: {ctx.path}tag_pattern refused: {why}")
+    else:  # a str subclass, or a non-string pattern (`regex`'s own reading or error), read on every call
+        why = too_large(tag_pattern) if isinstance(tag_pattern, str) else None
+        if why is not None:
+            raise ValueError(f"xml-inline: {ctx.path}tag_pattern refused: {why}")
+        compiled = _compiled(tag_pattern)
+        index = compiled.groupindex
+        key_group, value_group = index.get("key"), index.get("value")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
     out: dict[str, Any] = {}
-    matches = run_regex(_compiled(tag_pattern), "finditer", body, limits=ctx, field=ctx.field,
-                        role=f"{ctx.path}tag_pattern", source=tag_pattern)
+    matches = run_regex(compiled, "finditer", body, limits=ctx, field=ctx.field, role=f"{ctx.path}tag_pattern",
+                        source=tag_pattern)
+    if matches and key_group is None:
+        raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
     for m in matches:
-        groups = m.groupdict()
-        key = groups.get("key")
-        if key is None:
+        key = m.group(key_group)
+        if key is None:  # the group took no part in this match
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        value = _parse_nested(groups.get("value", ""), value_parser, ctx)
+        value = m.group(value_group) if value_group is not None else ""
+        if value_parser is not None:
+            value = _parse_nested(value, value_parser, ctx)
         if merge and key in out:
             if not isinstance(out[key], list):
                 out[key] = [out[key]]

@@ -19,7 +19,7 @@ def tool_parameters(tools: list | None) -> dict[str, dict]:
     """
     params: dict[str, dict] = {}
     for tool in tools or []:
-        if isfunction(tool) or ismethod(tool):
+        if type(tool) is not dict and (isfunction(tool) or ismethod(tool)):
             from transformers.utils import get_json_schema  # heavy; only for Python-function tools
 
             tool = get_json_schema(tool)
@@ -99,6 +99,12 @@ def argument_types(properties: dict) -> dict[str, tuple[str, ...]]:
     never changes them."""
     out = {}
     for key, schema in properties.items():
+        if type(schema) is dict and type(schema.get("type")) is str and "anyOf" not in schema \
+                and "oneOf" not in schema and "nullable" not in schema:
+            declared = schema["type"]  # the common schema: one type, no union (what `schema_types` gives)
+            if declared in _CASTABLE:
+                out[key] = (declared,)
+            continue
         types = schema_types(schema)
         if not _CASTABLE.isdisjoint(types):
             out[key] = types

@@ -86,3 +86,81 @@ def test_type_tool_calls_with_a_kept_cache_casts_as_without():
     assert type_tool_calls(copy.deepcopy(calls), params, typed) == expected
     assert typed == {"f": {"n": ("integer",), "xs": ("number",)}, "g": {}, "h": {}}
     assert type_tool_calls(copy.deepcopy(calls), params, typed) == expected  # from the cache
+
+
+class _Schema(dict):
+    """A dict subclass whose ``get`` answers differently from its items: the one-type shortcut of `argument_types`
+    takes only exact dicts, so such a schema goes through `schema_types` as before."""
+
+    def get(self, key, default=None):
+        return "integer" if key == "type" else super().get(key, default)
+
+
+class _Str(str):
+    pass
+
+
+def test_argument_types_one_type_shortcut_agrees_with_schema_types():
+    properties = {
+        "plain": {"type": "integer"},
+        "text": {"type": "string"},
+        "nullable_false": {"type": "integer", "nullable": False},
+        "nullable": {"type": "string", "nullable": True},
+        "any_of_none": {"type": "boolean", "anyOf": None},
+        "one_of": {"type": "string", "oneOf": [{"type": "number"}]},
+        "subclass": _Schema(type="string"),
+        "str_subclass": {"type": _Str("integer")},
+        "not_a_type": {"type": 3},
+    }
+    expected = {}
+    for key, schema in properties.items():
+        types = schema_types(schema)
+        if set(types) & {"integer", "number", "boolean", "null", "object", "array"}:
+            expected[key] = types
+    assert argument_types(properties) == expected
+    assert set(expected) == {"plain", "nullable_false", "nullable", "any_of_none", "one_of", "subclass",
+                             "str_subclass"}
+
+
+XML_PATTERNS = [
+    r"<parameter=(?P<key>[^>\n]+)>\n?(?P<value>.*?)\n?</parameter>",
+    r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+    r"<(?P<key>\w+)/>",  # no value group: the value is ""
+    r"<(?P<key>\w+)>(?:(?P<value>\d+)|x)</(?P=key)>",  # a value group that may take no part: None
+    r"(?:<(?P<key>\w+)>|<!>)(?P<value>[^<]*)",  # a key group that may take no part: an error
+    r"<(?P<name>\w+)>(?P<value>[^<]*)",  # no key group: an error once something matches
+    r"(?P<key>a)(?P<value>1)|(?P<key>b)(?P<value>2)",  # one name for two groups
+]
+XML_BODIES = ["", "nothing here", "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n",
+              "<a>1</a><b>x</b><a>2</a>", "<a/><b/><a/>", "<!>loose<c>7", "a1b2a1", "<k>v"]
+
+
+@pytest.mark.parametrize("pattern", XML_PATTERNS)
+@pytest.mark.parametrize("merge", [False, True])
+def test_xml_inline_agrees_with_the_reference_parser(pattern, merge):
+    """`parse_xml_inline` reads its pattern's groups once per pattern (kept across calls and templates): every
+    body, every pattern, called twice and in alternation, gives the reference's value or exception type."""
+    from transformers.utils.chat_parsing.content_parsers import parse_content as reference
+
+    args = {"tag_pattern": pattern, "merge_duplicates": merge}
+    for _ in range(2):
+        for body in XML_BODIES:
+            ours = _outcome_any(lambda: parse_content(body, "xml-inline", args))
+            theirs = _outcome_any(lambda: reference(body, "xml-inline", args))
+            assert ours[0] == theirs[0], (pattern, body, ours, theirs)
+            if ours[0] == "ok":
+                assert ours[1] == theirs[1], (pattern, body)
+
+
+def _outcome_any(call):
+    try:
+        return "ok", call()
+    except Exception as exc:  # noqa: BLE001 - compared by type
+        return type(exc).__name__, None
+
+
+def test_xml_inline_refuses_a_huge_pattern_every_time_and_a_str_subclass_too():
+    huge = "(?P<key>a{100000})(?P<value>b{100000})"
+    for pattern in (huge, huge, _Str(huge)):
+        with pytest.raises(ValueError, match="tag_pattern refused"):
+            parse_content("ab", "xml-inline", {"tag_pattern": pattern})
