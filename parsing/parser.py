@@ -58,8 +58,8 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "keep_context", "context", "history", "origin_search", "defaults",
-                 "plain_defaults", "required")
+    __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "keep_context", "context", "trim_gap", "history",
+                 "origin_search", "defaults", "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
@@ -78,6 +78,8 @@ class _Plan:
         bounded = [d.lookbehind if d.lookbehind is not None else d.split_lookbehind for d in regexes
                    if d.lookbehind is not None or d.split is not None]
         self.context = max(bounded, default=0) + CONTEXT_CHARS
+        # Consumed text past which `_trim` may drop some (a cheaper test than the call; `_trim` decides).
+        self.trim_gap = TRIM_EVERY + self.context if self.keep_context else 1
         # A lookbehind of unbounded reach may read back to the start of the stream: the text trimmed from the scan
         # buffer is kept aside (`_history`) and put back in front of it for the scans that run such a pattern.
         self.history = None in behind
@@ -159,7 +161,7 @@ class ResponseParser:
     # for the `feed` override of a time-budgeted parser (and for callers that annotate a parser).
     __slots__ = ("template", "_tool_params", "_tool_types", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
                  "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_keep_context", "_context",
-                 "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
+                 "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
                  "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
                  "_segments", "delimiters", "prefix_length", "dropped_prefix", "initial_events", "_feed_start",
@@ -191,6 +193,7 @@ class ResponseParser:
         self._quick = plan.quick
         self._keep_context = plan.keep_context
         self._context = plan.context
+        self._trim_gap = plan.trim_gap
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
         self._history_len = 0
         self._origin_search = plan.origin_search
@@ -344,7 +347,8 @@ class ResponseParser:
                 if start > self._pos:
                     self._route(events, self._pos, start)
                     self._pos = start
-                    self._trim()
+                    if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                        self._trim()
                 return events
         else:
             events = []
@@ -367,7 +371,8 @@ class ResponseParser:
                         end = self._base + len(buf)
                         self._route(events, self._pos, end)
                         self._pos = end
-                        self._trim()
+                        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                            self._trim()
                         return events
                     if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
                         at = found.start()
@@ -377,7 +382,8 @@ class ResponseParser:
                                 end = self._base + at
                                 self._route(events, self._pos, end)
                                 self._pos = end
-                                self._trim()
+                                if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                                    self._trim()
                             return events
                         if at != pos:
                             self._process(events, eos=False)
@@ -516,7 +522,8 @@ class ResponseParser:
         tail = self._tail
         self._buf += "".join(tail)
         tail.clear()
-        self._trim()
+        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+            self._trim()
 
     def _append(self, text: str) -> None:
         self._buf += text
@@ -550,8 +557,9 @@ class ResponseParser:
         base = self._base
         ctx = self._ctx
         watches = self._watch
+        timed = ctx.deadline is not None
         while True:
-            if ctx.deadline is not None:
+            if timed:
                 ctx.check()
             watch = watches[self._current]
             buf = self._buf
@@ -636,22 +644,25 @@ class ResponseParser:
                 if self._clock is not None:
                     self._clock.reset()  # a new search begins for every delimiter
                 start, end = hit.start + base, hit.end + base
+                delim = hit.delim
                 if start == end == self._pos:
                     if self._still_at != start:
                         self._still_at, self._commits_here = start, {}
-                    commit = (self._current, id(hit.delim))
+                    commit = (self._current, id(delim))
                 else:
                     self._still_at = -1
                 if start > self._pos:
                     self._route(events, self._pos, start)
                 self._pos = self._origin = end
-                self._state_start = start if hit.delim.kind == "open" else end
-                if hit.delim.kind == "open":
-                    self._close_current(events, start, start)
+                if delim.kind == "open":
+                    self._state_start = start
+                    if self._opened:
+                        self._close_current(events, start, start)
                     if self._spans:
                         self._record_delimiter(hit, start, end)
                     self._open_explicit(events, hit, start, end)
                 else:
+                    self._state_start = end
                     had_content = self._opened
                     if self._spans:
                         self._record_delimiter(hit, start, end)
@@ -679,7 +690,8 @@ class ResponseParser:
                 self._route(events, self._pos, hold_abs)
                 self._pos = hold_abs
             break
-        self._trim()
+        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+            self._trim()
 
     def _start_settled(self, watch: WatchSet) -> bool:
         """Whether every delimiter of ``watch`` that `^` lets match at index 0 of the buffer whatever the text has
@@ -744,8 +756,9 @@ class ResponseParser:
             # Only the implicit region (or none) is ever current without having opened: its body and captures
             # are still empty, and there is nothing to close or reset.
             return
-        if self._current is not None:
-            field = self._fields[self._current]
+        current = self._current
+        if current is not None:
+            field = self._fields[current]
             raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
             if self._recover:
                 try:
@@ -760,7 +773,10 @@ class ResponseParser:
             else:
                 value = self._build_value(field, raw)
             self._store(field, value)
-            self._emit(events, {"type": "region_close", "field": field.name, "value": value}, start, end)
+            event = {"type": "region_close", "field": current, "value": value}
+            if self._spans:
+                event["start"], event["end"] = start, end
+            events.append(event)
         self._reset()
 
     def _build_value(self, field: FieldSpec, raw: str) -> Any:
@@ -774,7 +790,7 @@ class ResponseParser:
                 value = self._parse_body(field, raw)
         if field.transform is not None:
             value = transform_value(value, field, self._captures)
-        if self._tool_params:
+        if self._tool_params and type(value) is not str:  # (text never holds a tool call)
             value = type_tool_calls(value, self._tool_params, self._tool_types)
         if field.join is not None and not isinstance(value, str):
             raise ValueError(f"Field '{field.name}': 'join' requires each match to parse to a string, "
@@ -798,11 +814,12 @@ class ResponseParser:
             self._output[name] = value
 
     def _reset(self) -> None:
-        self._current = self._implicit
-        self._fast = self._fast_states[self._implicit]
+        implicit = self._current = self._implicit
+        self._fast = self._fast_states[implicit]
         self._captures = {}
         self._body = []
-        self._body_blocks = []
+        if self._body_blocks:
+            self._body_blocks = []
         self._opened = False
 
     def _emit(self, events: list[dict], event: dict, start: int, end: int) -> None:

@@ -119,7 +119,10 @@ def type_tool_calls(value: Any, params: dict[str, dict], typed: dict[str, dict] 
     dict kept by the caller across calls, tool name -> its `argument_types` (filled as tools are called).
     """
     if isinstance(value, list):
-        return [type_tool_calls(item, params, typed) for item in value]
+        out = []  # a loop, not a comprehension: one function call less on Python 3.11
+        for item in value:
+            out.append(type_tool_calls(item, params, typed))
+        return out
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
         return value
