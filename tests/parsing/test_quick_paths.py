@@ -8,10 +8,13 @@ when cast, so `type_tool_calls` looks at no others.
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from parsing.content import parse_content, quick_parser
+from parsing.content import json_value, parse_content, quick_parser
 from parsing.tools import argument_types, schema_types, type_tool_calls
 
 BODIES = ["", "  plain text \n", '{"a": [1, 2.5, null, true]}', ' \n{"name": "f", "arguments": {}}\n ', "[1, 2",
@@ -164,3 +167,29 @@ def test_xml_inline_refuses_a_huge_pattern_every_time_and_a_str_subclass_too():
     for pattern in (huge, huge, _Str(huge)):
         with pytest.raises(ValueError, match="tag_pattern refused"):
             parse_content("ab", "xml-inline", {"tag_pattern": pattern})
+
+
+JSON_TEXTS = ["", " ", "1", " 1 ", "1 2", "[1,", '{"a": 1}\n', '\ufeff{"a": 1}', '{"a": 1}\ufeff', "NaN", "-Infinity",
+              "[1e400, -0.0, 12345678901234567890]", '"\\ud800"', "\t\r\n[]\t\r\n", "\x0c[]", "[] x", "nul", "true",
+              '{"a": {"b": [1, {"c": null}]}}', '"abc', "[" * 100000 + "]" * 100000, "[" * 5 + "]" * 4,
+              '{"a": 1, "a": 2}', "\u00a0[]", "[1,]", "{'a': 1}"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(JSON_TEXTS), st.text(alphabet=' \t\n\r{}[]":,.-+0123456789eEaflnrstu\\\ufeff',
+                                                         max_size=24)))
+def test_json_value_is_json_loads(text):
+    """`json_value` (the region close's quick JSON parser) gives what ``json.loads`` gives, or fails where it fails:
+    ValueError for ValueError, RecursionError for RecursionError."""
+    def outcome(call):
+        try:
+            return "ok", call()
+        except ValueError:
+            return "ValueError", None
+        except RecursionError:
+            return "RecursionError", None
+
+    ours, theirs = outcome(lambda: json_value(text)), outcome(lambda: json.loads(text))
+    assert ours[0] == theirs[0], text
+    if ours[0] == "ok":
+        assert repr(ours[1]) == repr(theirs[1])  # repr: NaN != NaN, and -0.0 == 0.0
