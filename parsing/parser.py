@@ -159,7 +159,7 @@ class ResponseParser:
     # Slots: past 30 attributes an instance's __dict__ stops sharing its keys with the others' on CPython 3.11,
     # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
     # for the `feed` override of a time-budgeted parser (and for callers that annotate a parser).
-    __slots__ = ("template", "_tool_params", "_tool_types", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
+    __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
                  "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_keep_context", "_context",
                  "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
@@ -175,7 +175,6 @@ class ResponseParser:
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         self._tool_params = tool_parameters(tools) if tools else {}
-        self._tool_types: dict | None = {} if tools else None  # filled by `type_tool_calls` as tools are called
         self._spans = spans
         self._recover = recover
         # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
@@ -791,7 +790,7 @@ class ResponseParser:
         if field.transform is not None:
             value = transform_value(value, field, self._captures)
         if self._tool_params and type(value) is not str:  # (text never holds a tool call)
-            value = type_tool_calls(value, self._tool_params, self._tool_types)
+            value = type_tool_calls(value, self._tool_params)
         if field.join is not None and not isinstance(value, str):
             raise ValueError(f"Field '{field.name}': 'join' requires each match to parse to a string, "
                              f"got {type(value).__name__}.")

@@ -93,35 +93,40 @@ def cast_argument(raw: str, types: tuple[str, ...]) -> Any:
 _CASTABLE = frozenset(("integer", "number", "boolean", "null", "object", "array"))
 
 
+def castable_types(schema: Any) -> tuple[str, ...] | None:
+    """`schema_types` of one parameter schema when it allows a type a string can be cast to, else None (an
+    argument typed only ``string``, as most are, never changes when cast)."""
+    if type(schema) is dict and type(schema.get("type")) is str and "anyOf" not in schema \
+            and "oneOf" not in schema and "nullable" not in schema:
+        declared = schema["type"]  # the common schema: one type, no union (what `schema_types` gives)
+        return (declared,) if declared in _CASTABLE else None
+    types = schema_types(schema)
+    return None if _CASTABLE.isdisjoint(types) else types
+
+
 def argument_types(properties: dict) -> dict[str, tuple[str, ...]]:
     """For one tool's ``parameters.properties``: each argument whose schema allows a type a string can be cast to,
-    with its types in order (`schema_types`). Arguments typed only ``string`` (most are) are left out: casting
-    never changes them."""
+    with its types in order (`castable_types`)."""
     out = {}
     for key, schema in properties.items():
-        if type(schema) is dict and type(schema.get("type")) is str and "anyOf" not in schema \
-                and "oneOf" not in schema and "nullable" not in schema:
-            declared = schema["type"]  # the common schema: one type, no union (what `schema_types` gives)
-            if declared in _CASTABLE:
-                out[key] = (declared,)
-            continue
-        types = schema_types(schema)
-        if not _CASTABLE.isdisjoint(types):
+        types = castable_types(schema)
+        if types is not None:
             out[key] = types
     return out
 
 
-def type_tool_calls(value: Any, params: dict[str, dict], typed: dict[str, dict] | None = None) -> Any:
+def type_tool_calls(value: Any, params: dict[str, dict]) -> Any:
     """Cast, in place, the string arguments of every tool call in ``value`` (one call or a list of calls).
 
     A tool call is ``{"function": {"name": str, "arguments": dict}}``; other values pass through unchanged.
-    Lists built by ``merge_duplicates`` are cast item by item unless the schema allows an array. ``typed``: a
-    dict kept by the caller across calls, tool name -> its `argument_types` (filled as tools are called).
+    Lists built by ``merge_duplicates`` are cast item by item unless the schema allows an array. The schemas are
+    read now, as transformers does at every region close: a tool list the caller changed since the last call
+    counts, and only the schemas of the arguments the call has are read.
     """
     if isinstance(value, list):
         out = []  # a loop, not a comprehension: one function call less on Python 3.11
         for item in value:
-            out.append(type_tool_calls(item, params, typed))
+            out.append(type_tool_calls(item, params))
         return out
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
@@ -129,18 +134,18 @@ def type_tool_calls(value: Any, params: dict[str, dict], typed: dict[str, dict] 
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    by_key = typed.get(name) if typed is not None else None
-    if by_key is None:
-        properties = params.get(name)
-        by_key = argument_types(properties) if properties else {}
-        if typed is not None:
-            typed[name] = by_key
-    for key, types in by_key.items():
-        if key not in arguments:
+    properties = params.get(name)
+    if not properties:
+        return value
+    for key, argument in arguments.items():  # (replacing a key's value while iterating is allowed)
+        if key not in properties:
             continue
-        argument = arguments[key]
         if isinstance(argument, str):
-            arguments[key] = cast_argument(argument, types)
-        elif isinstance(argument, list) and "array" not in types:
-            arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item for item in argument]
+            types = castable_types(properties[key])
+            if types is not None:
+                arguments[key] = cast_argument(argument, types)
+        elif isinstance(argument, list):
+            types = castable_types(properties[key])
+            if types is not None and "array" not in types:
+                arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item for item in argument]
     return value

@@ -76,7 +76,7 @@ def test_argument_types_keeps_only_castable_arguments_in_schema_order():
         assert types == schema_types(properties[key])
 
 
-def test_type_tool_calls_with_a_kept_cache_casts_as_without():
+def test_type_tool_calls_casts_castable_arguments_only():
     params = {"f": {"n": {"type": "integer"}, "s": {"type": "string"}, "xs": {"type": "number"}}, "g": {}}
     calls = [{"function": {"name": "f", "arguments": {"n": "3", "s": "4", "xs": ["1.5", "2", 7]}}},
              {"function": {"name": "g", "arguments": {"n": "3"}}},
@@ -85,10 +85,36 @@ def test_type_tool_calls_with_a_kept_cache_casts_as_without():
                 {"function": {"name": "g", "arguments": {"n": "3"}}},
                 {"function": {"name": "h", "arguments": {"n": "3"}}}]
     assert type_tool_calls(copy.deepcopy(calls), params) == expected
-    typed: dict = {}
-    assert type_tool_calls(copy.deepcopy(calls), params, typed) == expected
-    assert typed == {"f": {"n": ("integer",), "xs": ("number",)}, "g": {}, "h": {}}
-    assert type_tool_calls(copy.deepcopy(calls), params, typed) == expected  # from the cache
+
+
+def test_argument_types_are_read_at_every_close_as_the_reference_reads_them():
+    """No argument types kept between two region closes of one parse: a schema the caller changes between two
+    calls of the same tool types the second call by the new schema, as transformers does; and a schema of an
+    argument the call does not have is never read (here one that recurses too deeply for `schema_types`)."""
+    from transformers.utils.chat_parsing import ResponseParser as Reference
+
+    from parsing import ResponseParser
+
+    template = {"start_anchor": "S", "fields": {
+        "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "repeats": True}, "content": {}}}
+    deep: dict = {"type": "string"}
+    for _ in range(5000):
+        deep = {"anyOf": [deep]}
+
+    def run(parser_class):
+        properties = {"n": {"type": "integer"}, "unused": deep}
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {"properties": properties}}}]
+        parser = parser_class(template, prefix="", tools=tools)
+        parser.feed('<c>{"function": {"name": "f", "arguments": {"n": "1"}}}</c>')
+        properties["n"]["type"] = "string"
+        parser.feed('<c>{"function": {"name": "f", "arguments": {"n": "2"}}}</c>')
+        properties["n"] = {"type": "number"}
+        parser.feed('<c>{"function": {"name": "f", "arguments": {"n": "3.5"}}}</c>')
+        return parser.finalize()[0]
+
+    ours = run(ResponseParser)
+    assert ours == run(Reference)
+    assert [call["function"]["arguments"]["n"] for call in ours["tool_calls"]] == [1, "2", 3.5]
 
 
 class _Schema(dict):
