@@ -244,8 +244,12 @@ def quick_parser(name: str, args: Any) -> Callable[[str], Any] | None:
         return None
     if name == "text":
         return str.strip if args.get("strip", True) else str
-    if name == "json" and not args.get("string_delims") and not args.get("unquoted_keys", False):
-        return json_value
+    if name == "json" and not args.get("unquoted_keys", False):
+        delims = args.get("string_delims", [])
+        # only an empty list (or string, or object) skips the rewrites: `parse_json` iterates any other value, and
+        # null, false or 0 raise TypeError there, as in the reference
+        if type(delims) in (list, str, dict) and not delims:
+            return json_value
     return None
 
 
