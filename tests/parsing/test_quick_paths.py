@@ -21,14 +21,15 @@ BODIES = ["", "  plain text \n", '{"a": [1, 2.5, null, true]}', ' \n{"name": "f"
           "{a: 1}", "not json", '"\\u00e9"', "12", "\x01x\x02"]
 
 ARGS = [{}, {"strip": False}, {"strip": True}, {"allow_non_json": True}, {"allow_non_json": True, "strip": False},
-        {"unquoted_keys": True}, {"string_delims": [["<<", ">>"]]}, {"string_delims": []}]
+        {"unquoted_keys": True}, {"string_delims": [["<<", ">>"]]}, {"string_delims": []}, {"string_delims": ""},
+        {"string_delims": None}, {"string_delims": False}, {"string_delims": 0}, {"unquoted_keys": None}]
 
 
 def _outcome(call):
     try:
         return "ok", call()
-    except ValueError as exc:
-        return "ValueError", str(exc)
+    except Exception as exc:  # noqa: BLE001 - the outcome is compared, whatever it is
+        return type(exc).__name__, str(exc)
 
 
 @pytest.mark.parametrize("name", ["text", "json", "int", "xml-inline", "kv-lines"])
@@ -38,8 +39,8 @@ def test_quick_parser_agrees_with_parse_content(name, args):
     if name not in ("text", "json"):
         assert quick is None
         return
-    if name == "json" and (args.get("unquoted_keys") or args.get("string_delims")):
-        assert quick is None  # dialect rewrites run regexes: the full parser
+    if name == "json" and (args.get("unquoted_keys") or args.get("string_delims", []) not in ([], "")):
+        assert quick is None  # dialect rewrites run regexes (or a value parse_json cannot iterate): the full parser
         return
     assert quick is not None
     for body in BODIES:
@@ -219,3 +220,55 @@ def test_json_value_is_json_loads(text):
     assert ours[0] == theirs[0], text
     if ours[0] == "ok":
         assert repr(ours[1]) == repr(theirs[1])  # repr: NaN != NaN, and -0.0 == 0.0
+
+
+@pytest.mark.parametrize("delims", [None, False, 0, "", [], {}])
+def test_json_string_delims_that_are_empty_or_not_iterable_as_the_reference(delims):
+    """Only an empty ``string_delims`` may skip the dialect rewrites: null, false and 0 raise TypeError in the
+    reference (it iterates them), one-shot and streamed alike."""
+    from transformers.utils.chat_parsing import parse_response as reference
+
+    from parsing import ResponseParser
+    from parsing import parse_response as ours
+
+    template = {"start_anchor": "S", "fields": {"content": {"content": "json", "content_args": {"string_delims": delims}}}}
+    text = '{"a": [1, "x"]}'
+    theirs = _outcome_any(lambda: reference(text, copy.deepcopy(template), prefix="S"))
+    assert _outcome_any(lambda: ours(text, copy.deepcopy(template), prefix="S"))[0] == theirs[0]
+
+    def streamed():
+        parser = ResponseParser(copy.deepcopy(template), prefix="S")
+        for i in range(0, len(text), 3):
+            parser.feed(text[i:i + 3])
+        return parser.finalize()[0]
+    assert _outcome_any(streamed)[0] == theirs[0]
+    if theirs[0] == "ok":
+        assert ours(text, copy.deepcopy(template), prefix="S") == reference(text, copy.deepcopy(template), prefix="S")
+    else:
+        assert theirs[0] == "TypeError" and delims in (None, False, 0)
+
+
+def test_arguments_cast_in_the_arguments_order_as_the_reference():
+    """Two arguments whose casts both fail (JSON nested past the recursion limit): the reference casts in the order of
+    the call's arguments, so the first of them in that order names the error, whatever the schema's order."""
+    from transformers.utils.chat_parsing import parse_response as reference
+
+    from parsing import parse_response as ours
+
+    template = {"start_anchor": "S", "fields": {"tool_calls": {
+        "content": "json", "transform": {"type": "function", "function": "{content}"}}}}
+    deep_array, deep_object = "[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "a": {"type": "object"}, "b": {"type": "array"}, "n": {"type": "integer"}}}}}]
+    for arguments in ({"b": deep_array, "n": "1", "a": deep_object}, {"a": deep_object, "b": deep_array}):
+        text = json.dumps({"name": "f", "arguments": arguments})
+        outcomes = []
+        for parse in (reference, ours):
+            try:
+                parse(text, copy.deepcopy(template), prefix="S", tools=copy.deepcopy(tools))
+                outcomes.append(None)
+            except RecursionError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] is not None and outcomes[0] == outcomes[1]
+        first = next(iter(arguments))
+        assert ("array" if first == "b" else "object") in outcomes[0]
