@@ -404,6 +404,24 @@ def clear_chat(sess: Session) -> Session:
     return sess
 
 
+def trash_chat(sess: Session) -> Session:
+    """The conversation's own trash icon (Gradio's, in the chat's header): the same as Clear. The icon has already
+    emptied the chat on the page, so where Clear is refused (a run going) the chat is drawn again, whole."""
+    if sess.running:
+        sess.touch("chat")
+    return clear_chat(sess)
+
+
+def trash_turn(sess: Session) -> Session:
+    """The parsed turn's trash icon (Gradio's): the turn is the current run's message drawn as a chat turn, which
+    only a new parse replaces. The icon has already emptied it on the page: it is drawn again, and the status line
+    says why."""
+    sess.touch("preview")
+    sess.say("The parsed turn shows the current run's message; it stays until the next run. "
+             "Clear (beside Send) empties the conversation.", "info", "chat")
+    return sess
+
+
 def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, settings: ChatSettings,
                page: PageConfig, session_hash: str | None) -> Iterator[Session]:
     limits = page.limits

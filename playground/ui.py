@@ -349,6 +349,9 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     submit_ev = on(p.user_box.submit, streaming(send_user), [p.user_box, p.editor, *chat_in], **generate)
     tool_ev = on(p.tool_btn.click, streaming(send_tool), [p.tool_box, p.editor, *chat_in], **generate)
     on(p.clear_btn.click, plain(handlers.clear_chat), [])
+    # Gradio's trash icons on the two chats empty them on the page only: state and page must agree
+    on(p.chatbot.clear, plain(handlers.trash_chat), [])
+    on(p.turn.clear, plain(handlers.trash_turn), [])
 
     def stop(request: gr.Request):
         # No output: the stream's own last update says "Stopped" and turns Stop off; writing the status here

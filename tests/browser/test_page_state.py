@@ -87,6 +87,29 @@ def test_an_edit_that_removes_the_tool_call_updates_the_chat_and_refuses_tool_re
     assert page.input_value("#tool-result textarea") == '{"temperature": 21}'  # kept, not lost
 
 
+def test_the_trash_icons_of_the_chats_agree_with_the_session(page):
+    """Gradio's own trash icon on the conversation clears it on the page: the session forgets it too (the next turn
+    carries no earlier one, and the tool call it held is no longer waiting); on the parsed turn it draws the turn
+    back (the turn is the current run's message)."""
+    set_code(page, "template", json.dumps(CALLING, indent=2))
+    page.wait_for_selector("#tpl-ok")
+    set_max_tokens(page, 6)
+    send(page, "first")
+    wait_status(page, "A tool was called", timeout=60000)
+    page.click("#chatbot button[aria-label='Clear']")
+    wait_status(page, "Conversation cleared.")
+    assert page.locator("#chatbot [data-testid=user]").count() == 0
+    send(page, "second")
+    wait_status(page, "A tool was called", timeout=60000)
+    assert page.locator("#chatbot [data-testid=user]").count() == 1  # "first" did not come back
+    assert "first" not in page.inner_text("#chatbot [data-testid=user]")
+    tab(page, "Parsed turn")
+    page.wait_for_function("document.querySelector('#parsed-turn').innerText.includes('Tool call')")
+    page.click("#parsed-turn button[aria-label='Clear']")
+    wait_status(page, "parsed turn")
+    page.wait_for_function("document.querySelector('#parsed-turn').innerText.includes('Tool call')")
+
+
 def test_a_tool_result_without_a_tool_call_is_refused(page):
     set_code(page, "template", json.dumps(PLAIN, indent=2))
     page.wait_for_selector("#tpl-ok")

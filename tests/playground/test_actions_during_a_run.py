@@ -77,3 +77,38 @@ def test_an_example_replay_during_a_generation_is_refused_and_changes_nothing(ti
     for _ in gen:
         pass
     assert [m["role"] for m in sess.history] == ["user", "assistant"]
+
+
+def _sent(drawn):
+    """The value a view sends to the page (failing when it is skipped)."""
+    if isinstance(drawn, dict) and drawn.get("__type__") == "update":
+        assert "value" in drawn, "skipped"
+        return drawn["value"]
+    return drawn
+
+
+def test_the_chats_trash_icon_clears_the_conversation_or_draws_it_back_while_a_run_goes(tiny_model_dir):
+    """Gradio's trash icon empties the chat on the page before the server hears of it: mid-run the refusal must send
+    the whole chat again (the page would otherwise show an empty chat the next turn contradicts); after the run it
+    forgets the conversation, as Clear does."""
+    sess, gen = _mid_generation(tiny_model_dir)
+    views.redraw(sess)  # the page is up to date
+    handlers.trash_chat(sess)
+    assert sess.notice.text == handlers.RUN_GOING and [m["role"] for m in sess.history] == ["user"]
+    assert _sent(_by_view(views.redraw(sess))["chatbot"])  # the chat is sent again, not skipped
+    for _ in gen:
+        pass
+    handlers.trash_chat(sess)
+    assert sess.history == [] and sess.notice.text == "Conversation cleared."
+    assert _sent(_by_view(views.redraw(sess))["chatbot"]) == []
+
+
+def test_the_parsed_turns_trash_icon_draws_the_turn_back(tiny_model_dir):
+    sess, gen = _mid_generation(tiny_model_dir)
+    for _ in gen:
+        pass
+    views.redraw(sess)
+    assert sess.view is not None and sess.view.message is not None
+    handlers.trash_turn(sess)
+    assert _sent(_by_view(views.redraw(sess))["turn"])
+    assert "parsed turn" in sess.notice.text and len(sess.history) == 2  # the conversation is untouched
