@@ -788,7 +788,7 @@ class ResponseParser:
             except ValueError:  # the full parser gives its own fallback (allow_non_json) or error
                 value = self._parse_body(field, raw)
         if field.transform is not None:
-            value = transform_value(value, field, self._captures)
+            value = transform_value(value, field, self._captures, self._ctx)
         if self._tool_params and type(value) is not str:  # (text never holds a tool call)
             value = type_tool_calls(value, self._tool_params)
         if field.join is not None and not isinstance(value, str):
