@@ -32,6 +32,7 @@ from parsing.streams import parse_stream
 
 from . import offload, probe_panel
 from .export import fresh_export_dir
+from .jsonsize import json_head
 from .render import escape
 from .state import model_in_use
 
@@ -46,12 +47,13 @@ MAX_SHOWN = 400  # characters of a value shown inline before it is cut
 
 
 def _json(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
+    try:  # only what is shown: a template's transform can make a value gigabytes as JSON (`json_head`)
+        text, whole = json_head(value, MAX_SHOWN - 1, default=None)
     except (TypeError, ValueError):
         text = repr(value)
-    if len(text) > MAX_SHOWN:
-        text = text[: MAX_SHOWN - 1] + "…"
+        text, whole = text[:MAX_SHOWN - 1], len(text) < MAX_SHOWN
+    if not whole:
+        text += "…"
     return f"<code>{escape(text)}</code>"
 
 
@@ -159,7 +161,8 @@ def suite_html(report: SuiteReport) -> str:
             how = "one-shot" if run.mode == "one-shot" else f"chunked at {run.cuts}"
             inner = f"<div>{escape(how)}</div>"
             if res.case.expected_error is not None:  # an error case: say what was expected and what came
-                got = f"error {run.error}" if run.error is not None else f"the message {json.dumps(run.message)}"
+                got = (f"error {run.error}" if run.error is not None else
+                       f"the message {json_head(run.message, MAX_SHOWN)[0]}")
                 inner += (f"<div class='doctor-error'>Expected {escape(res.case.expected_outcome)}, got "
                           f"{escape(got)}</div>")
             elif run.error:

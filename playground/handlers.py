@@ -13,7 +13,6 @@ left) and bugs, which `playground.guard` turns into a message.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import threading
 from dataclasses import dataclass, field
@@ -23,13 +22,13 @@ from parsing.streams import tokenish_chunks
 
 from . import backends, guard, remote_panel, render
 from .export import export_template, fresh_export_dir
+from .jsonsize import json_size
 from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, example_transcript_names, library_template_text
 from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
 from .state import Origin, Session, tool_call_name
-from .streaming import (PREVIEW_CHARS, PREVIEW_INTERVAL, PREVIEW_ITEMS, Pacer, Throttle, preview_message,
-                        stream_views)
+from .streaming import PREVIEW_INTERVAL, Pacer, Throttle, live_preview, stream_views
 
 __all__ = ["PageConfig", "ChatSettings", "ExportOutcome", "edit_template", "pick_library", "confirm_replace",
            "keep_edits", "restore_editor", "load_model", "send_user", "send_tool", "stop", "clear_chat",
@@ -163,12 +162,16 @@ def _say_done(sess: Session, view, text: str, topic: str = "run", level: str = "
 
 def parse_trouble(view) -> str | None:
     """What went wrong in a final parse that still returned, in one sentence for the status line; None when
-    nothing did. Region errors come first; then a parse that kept nothing of the output (every character
+    nothing did. A message too large to show comes first (`Limits.max_message_chars`); then region errors; then a parse that kept nothing of the output (every character
     discarded: no field opened, and the template has no implicit field to take the text), said with its likely
     cause: a start anchor missing from the prompt (a template for another format), else the fields' opens; last,
     a start anchor missing from the prompt while fields did parse (the prompt itself was parsed as output)."""
     if view is None or not view.final:
         return None
+    size = getattr(view, "message_size", None)
+    if size is not None:  # the Message view says the rest (`render.message_too_large`)
+        return (f"the parsed message is too large to show: as JSON it is at least {size:,} characters, over this "
+                f"server's limit of {view.message_limit:,}, because the template repeats values. See the Message view.")
     errors = list(view.errors or [])
     if errors:
         first = str(errors[0].get("message", "")).strip().splitlines()[0] if errors[0].get("message") else "?"
@@ -440,8 +443,9 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         return
     limits.check_size("The template", editor_text, "max_template_chars")
     limits.check_size("The tools JSON", settings.tools_text, "max_tools_chars")
-    limits.check_size("The conversation (with the system prompt)",
-                      json.dumps(sess.history, default=str) + text + (settings.system or ""), "max_history_chars")
+    history = limits.max_history_chars  # measured up to the limit only: a parsed turn may repeat values (`json_size`)
+    limits.check_size("The conversation (with the system prompt)", (json_size(sess.history, history) if history
+                      else 0) + len(text) + len(settings.system or ""), "max_history_chars")
     if not _template_first(sess, editor_text):
         yield sess
         return
@@ -516,8 +520,7 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
                 preview = throttle()
                 sess.show(view, preview)
                 if preview:
-                    shown = render.clip_strings(preview_message(view), PREVIEW_CHARS, items=PREVIEW_ITEMS)
-                    sess.show_turn(render.assistant_turn(shown, streaming=True))
+                    sess.show_turn(live_preview(view)[1])
                 yield sess
         finally:
             gen.close()

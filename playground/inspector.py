@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from .icons import icon
+from .jsonsize import json_head, json_size
 from .render import escape, field_class, visible_whitespace
 
 MAX_VALUE_CHARS = 4000  # characters of a region's value shown
@@ -112,9 +113,14 @@ def _code(value: Any) -> str:
 
 
 def _value_html(value: Any) -> str:
-    body = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    if len(body) > MAX_VALUE_CHARS:
-        body = body[:MAX_VALUE_CHARS] + f"\n… (+{len(body) - MAX_VALUE_CHARS} characters)"
+    # measured first, with a limit: a transform can repeat a value until its JSON is gigabytes (`json_size`)
+    size = json_size(value, MAX_VALUE_CHARS)
+    if size > MAX_VALUE_CHARS:
+        body = json_head(value, MAX_VALUE_CHARS)[0] + f"\n… (at least {size - MAX_VALUE_CHARS:,} more characters)"
+    else:
+        body = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        if len(body) > MAX_VALUE_CHARS:
+            body = body[:MAX_VALUE_CHARS] + f"\n… (+{len(body) - MAX_VALUE_CHARS} characters)"
     return f'<pre class="insp-value">{escape(body)}</pre>'
 
 

@@ -51,6 +51,10 @@ class Limits:
             (`playground.fairness`); None: no cap.
         trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that sets it: a
             Hugging Face Space).
+        max_message_chars: the largest parsed message the page shows, in characters of its JSON (measured with
+            `playground.jsonsize.json_size`, which stops at the limit); a larger one is replaced by a note. A
+            template's transform can repeat a value thousands of times, so a small text can make a message whose
+            JSON is gigabytes. None: no cap.
     """
 
     public: bool = False
@@ -72,6 +76,7 @@ class Limits:
     max_new_tokens: int = 32768
     max_jobs_per_client: int | None = None
     trust_forwarded_for: bool = False
+    max_message_chars: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -85,18 +90,20 @@ class Limits:
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
-                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4), **changes)
+                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
+                           max_message_chars=2_000_000), **changes)
 
-    def check_size(self, what: str, text: str | None, limit_name: str) -> None:
-        """Raise ValueError (a message for the page) when ``text`` is longer than the limit ``limit_name``."""
+    def check_size(self, what: str, text: str | int | None, limit_name: str) -> None:
+        """Raise ValueError (a message for the page) when ``text`` (or a length already measured) is longer than
+        the limit ``limit_name``."""
         limit = getattr(self, limit_name)
-        n = len(text or "")
+        n = text if isinstance(text, int) else len(text or "")
         if limit is not None and n > limit:
             raise ValueError(f"{what} is {n:,} characters; this server takes at most {limit:,}. {LOCAL_HINT}")
 
     def budget(self, cancel: threading.Event | None = None) -> "RequestBudget":
         """A clock for one request under ``request_budget``."""
-        return RequestBudget(self.request_budget, cancel)
+        return RequestBudget(self.request_budget, cancel, self.max_message_chars)
 
 
 class RequestCancelled(RuntimeError):
@@ -107,12 +114,15 @@ class RequestBudget:
     """The time left to one request's parse, replay and doctor work.
 
     Only the work is counted: callers wrap it in `working` (replay pauses and model generation are outside).
-    ``cancel`` is set when the client leaves; `check` then raises `RequestCancelled`.
+    ``cancel`` is set when the client leaves; `check` then raises `RequestCancelled`. ``max_message_chars``: the
+    largest message (characters of JSON) the request's parses may show (`Limits.max_message_chars`).
     """
 
-    def __init__(self, seconds: float | None, cancel: threading.Event | None = None):
+    def __init__(self, seconds: float | None, cancel: threading.Event | None = None,
+                 max_message_chars: int | None = None):
         self.seconds = seconds
         self.cancel = cancel
+        self.max_message_chars = max_message_chars
         self.spent = 0.0
         self.cut: str | None = None  # what a limit stopped, for the status line
 
@@ -186,12 +196,14 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--max-new-tokens": ("max_new_tokens", int, "TOKENS", "the most tokens one chat turn may generate"),
     "--max-jobs-per-client": ("max_jobs_per_client", int, "JOBS",
                               "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
+    "--max-message-chars": ("max_message_chars", int, "CHARS",
+                            "largest parsed message shown, in characters of JSON (0: no limit)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
-                 "max_request_bytes", "max_queue", "max_jobs_per_client"}
+                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

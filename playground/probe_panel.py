@@ -23,6 +23,7 @@ import parsing
 from parsing.doctor.probe import ERROR, NO_CALL, ProbeReport
 
 from . import offload
+from .jsonsize import json_head
 from .render import escape
 
 __all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "score_label"]
@@ -44,8 +45,9 @@ def _show(value: Any) -> str:
         return "<i>a raised error</i>"
     if value == NO_CALL:
         return "<i>no tool call (an error or a message without calls)</i>"
-    try:
-        text = json.dumps(value, ensure_ascii=False)
+    try:  # only what is shown: a template's transform can make a value gigabytes as JSON (`json_head`)
+        text, whole = json_head(value, MAX_SHOWN, default=None)
+        text = text if whole else text + "…"
     except (TypeError, ValueError):
         text = repr(value)
     return f"<code>{escape(_cut(text))}</code>"

@@ -15,6 +15,7 @@ from typing import Any
 
 from parsing.streams import merged_events
 
+from .jsonsize import json_head
 from .session import ParseView, Run, describe_error
 from .workers import WorkerFailed, WorkerPool, WorkerTimeout
 
@@ -90,6 +91,10 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
         result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
                              "time limit, so the transformers parser was not run")
         return result
+    if view.message_size is not None:
+        result["skipped"] = ("reference check skipped: our parsed message is over this server's size limit for a "
+                             "shown message (--max-message-chars), so there is nothing to compare")
+        return result
     if any(e.get("budget") for e in view.errors):
         result["skipped"] = ("reference check skipped: our parse was stopped by this server's time limit per "
                              "request, and the transformers parser is slower")
@@ -141,5 +146,5 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
 
 
 def _short(obj: Any, limit: int = 400) -> str:
-    s = json.dumps(obj, ensure_ascii=False, default=str)
-    return s if len(s) <= limit else s[:limit] + "…"
+    s, whole = json_head(obj, limit)  # never the whole JSON: a transform can make it gigabytes
+    return s if whole else s + "…"

@@ -20,6 +20,8 @@ from parsing import locate_json_path
 from parsing.doctor.schema import wrong_types
 
 from .icons import icon
+from .jsonsize import json_head
+from .limits import SERVER_HINT
 from .session import ParseView, PartialMessage, field_name_hints
 
 # Well-known fields get fixed colours; others a stable hash-derived one from the palette.
@@ -327,11 +329,12 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS, around: int | None 
     for ev in shown:
         t = ev.get("type", "")
         if t == "region_chunk":
-            body = visible_whitespace(ev.get("text", ""))
-        elif t == "region_close":
-            body = json.dumps(ev.get("value"), ensure_ascii=False, default=str)
+            body = _clip(visible_whitespace(ev.get("text", "")), 300)
+        elif t == "region_close":  # only what the row shows: a value may be gigabytes as JSON (`json_head`)
+            body, whole = json_head(ev.get("value"), 300)
+            body = body if whole else body + "…"
         elif t == "region_error":
-            body = visible_whitespace(f"{ev.get('message')} (raw: {ev.get('raw', '')!r})")
+            body = _clip(visible_whitespace(f"{ev.get('message')} (raw: {ev.get('raw', '')!r})"), 300)
         else:
             body = ""
         dirty = "" if "dirty" not in ev else ("dirty" if ev["dirty"] else "clean")
@@ -340,7 +343,7 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS, around: int | None 
         rows.append(f'<tr class="ev-{escape(t)}" data-f="{escape(f or "")}"{span}><td>{ev.get("index", "")}</td>'
                     f'<td>{escape(ev.get("phase", ""))}</td><td>{escape(t)}</td>'
                     f'<td class="fcol {field_class(f)}">{escape(f or "")}</td>'
-                    f'<td class="t">{escape(_clip(body, 300))}</td><td>{dirty}</td></tr>')
+                    f'<td class="t">{escape(body)}</td><td>{dirty}</td></tr>')
     note = ""
     if len(events) > limit and first + limit >= len(events):
         note = f'<div class="tl-note">Showing the last {limit} of {len(events)} events.</div>'
@@ -380,6 +383,16 @@ def clip_strings(value: Any, limit: int = 1500, tail: bool = True, items: int | 
             out = [note] + out if tail else out + [note]
         return out
     return value
+
+
+def message_too_large(size: int, limit: int) -> str:
+    """What the page says instead of a parsed message whose JSON is at least ``size`` characters, over the
+    server's cap ``limit`` (`playground.limits.Limits.max_message_chars`)."""
+    return (f"The parsed message is not shown: as JSON it is at least {size:,} characters, over this server's "
+            f"limit of {limit:,} (--max-message-chars). The template repeats values: each \"{{placeholder}}\" of a "
+            f"transform copies the whole value it names (and a join adds its text between matches), so a short text "
+            f"can make a huge message. The timeline and the event log still show the parse; to see the message, "
+            f"{SERVER_HINT}.")
 
 
 def md_text(s: Any) -> str:

@@ -20,10 +20,15 @@ import parsing
 from examples import default_template
 
 from .compact import ChunkedText, IntArray, Offsets, Records, delimiter_log, event_log, segment_log
+from .jsonsize import json_size
 from .limits import RequestBudget
 
 MAX_ERRORS = 200  # region errors listed per parse (a template failing on every region would list thousands)
 MAX_ERROR_CHARS = 2000  # characters kept of each error message
+# A message counts as at most this many bytes in memory accounting: its JSON measures the memory of ordinary values,
+# but a transform that repeats a value thousands of times shares it (a 250 MB JSON held in a few KB), and measuring
+# on would cost seconds; a public server does not keep such a message anyway (`Limits.max_message_chars`).
+NBYTES_MESSAGE_CHARS = 8 << 20
 
 #: The template the editor starts from when the model brings none: the project's default (the library's).
 SKELETON_TEMPLATE = default_template()
@@ -93,7 +98,9 @@ class ParseView:
     ``end``, ``field`` (at most `MAX_ERRORS`; ``errors_dropped`` counts the rest),
     plus ``timeout`` (a pattern ran past its per-call budget) and ``budget`` (the
     request's time budget cut the parse here).  ``message``: the final dict (None
-    until final or on error).  ``segments``, ``delimiters`` and ``events`` are
+    until final, on error, or when it is over ``message_limit``).  ``message_limit``: the largest message (in
+    characters of JSON, `playground.jsonsize.json_size`) the page may show, None: any; ``message_size``: set when
+    the final message was over it: its JSON is at least that many characters (the message itself is dropped).  ``segments``, ``delimiters`` and ``events`` are
     sequences of dicts; a `LiveParse` view keeps them as `playground.compact.Records`
     (arrays; each dict rebuilt when read).
     """
@@ -112,6 +119,8 @@ class ParseView:
     field_names: list = field(default_factory=list)
     errors_dropped: int = 0
     preview: PartialMessage | None = None
+    message_limit: int | None = None
+    message_size: int | None = None
 
     @property
     def cut(self) -> dict | None:
@@ -131,7 +140,7 @@ class ParseView:
         for part in (self.segments, self.delimiters, self.events, self.chunk_starts):
             size += getattr(part, "nbytes", 100 * len(part))
         size += sum(len(e.get("message", "")) + 100 for e in self.errors)
-        return size + len(json.dumps(self.message, default=str)) if self.message is not None else size
+        return size + json_size(self.message, NBYTES_MESSAGE_CHARS) if self.message is not None else size
 
 
 class PartialMessage:
@@ -182,7 +191,9 @@ class LiveParse:
     kept as unparsed.  With a ``budget`` (`playground.limits.RequestBudget`) the parser gets what is left of it
     as its ``time_budget`` and the time spent is counted on the budget; when it runs out the parse stops there
     (an error with ``budget: True``), and `RequestCancelled` propagates when the client has left.  Events,
-    segments and delimiter matches are kept compactly (`playground.compact.Records`).
+    segments and delimiter matches are kept compactly (`playground.compact.Records`). A final message whose JSON
+    is longer than the budget's ``max_message_chars`` is dropped (``message`` None, ``message_size`` says how
+    large at least), never serialized whole.
     """
 
     def __init__(self, template_text: str, prefix: str, tools: list | None = None, *,
@@ -201,6 +212,7 @@ class LiveParse:
         self._unparsed: list[str] = []  # text after a failure, kept as parts (joined when read)
         self._unparsed_len = 0
         self.message = None
+        self.message_size: int | None = None  # the final message was over the cap: its JSON is at least this long
         self.final = False
         self.failed = False
         self._last_open: dict[str, int] = {}
@@ -307,8 +319,13 @@ class LiveParse:
         try:
             with self.budget.working():
                 message, events = self.parser.finalize()
+                cap = self.budget.max_message_chars
+                size = json_size(message, cap) if cap is not None else 0
             self._add(events, "final")
-            self.message = message
+            if cap is not None and size > cap:
+                self.message_size = size  # the page says so instead; the events keep the values
+            else:
+                self.message = message
         except Exception as e:  # noqa: BLE001
             self._fail(e)
 
@@ -323,7 +340,7 @@ class LiveParse:
             return ParseView(text=self.unparsed, prefix_length=len(self.prefix), events=self.events,
                              chunk_starts=self.chunk_starts, errors=self.errors, final=self.final,
                              field_names=self.field_names, held=(0, 0), errors_dropped=self.errors_dropped,
-                             preview=self.preview)
+                             preview=self.preview, message_limit=self.budget.max_message_chars)
         text = p.stream_text + self.unparsed
         self.events.bind(text)
         held = (len(text), len(text)) if self.final else tuple(p.held())
@@ -337,7 +354,8 @@ class LiveParse:
                          segments=segments, delimiters=delimiters, events=self.events,
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
                          message=self.message, final=self.final, field_names=self.field_names,
-                         errors_dropped=self.errors_dropped, preview=self.preview)
+                         errors_dropped=self.errors_dropped, preview=self.preview,
+                         message_limit=self.budget.max_message_chars, message_size=self.message_size)
 
 
 def region_error_words(message: str, raw: str) -> str:

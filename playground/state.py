@@ -49,13 +49,13 @@ notice: the status line: text, kind (info, ok, error), topic. A change of a topi
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import parsing
 
-from .session import SKELETON_TEMPLATE, ParseView, Run, keep_parse, template_to_text
+from .jsonsize import json_size
+from .session import NBYTES_MESSAGE_CHARS, SKELETON_TEMPLATE, ParseView, Run, keep_parse, template_to_text
 
 __all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
 
@@ -440,14 +440,14 @@ class Session:
     @property
     def nbytes(self) -> int:
         """Approximate bytes this session holds (run, parse, conversation)."""
-        size = len(self.template_text) + len(self.baseline) + len(json.dumps(self.history, default=str))
+        size = len(self.template_text) + len(self.baseline) + json_size(self.history, NBYTES_MESSAGE_CHARS)
         if self.run is not None:
             size += self.run.nbytes
         if self.view is not None:
             size += self.view.nbytes
         if self.turn_run is not None and self.turn_run is not self.run:
             size += self.turn_run.nbytes
-        return size + len(json.dumps(self.check or {}, default=str))
+        return size + json_size(self.check or {}, NBYTES_MESSAGE_CHARS)
 
     def __deepcopy__(self, memo):
         new = Session.__new__(Session)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from . import render
+from .jsonsize import json_size
 from .session import LiveParse, ParseView
 
 UPDATE_INTERVAL = 1 / 15  # seconds between streamed updates (coalescing)
@@ -106,7 +107,8 @@ class Drawn:
     """What the page shows for one view; None: not drawn this time (a live update without previews).
 
     ``timeline``, ``legend``, ``events``, ``check``: HTML. ``message``: the message dict (a clipped preview while
-    streaming). ``turn``: chat-bubble dicts of the parsed message. ``final``: whether the view was final (the page
+    streaming), or a str: the note shown instead of a message over the view's ``message_limit``
+    (`render.message_too_large`). ``turn``: chat-bubble dicts of the parsed message (or of that note). ``final``: whether the view was final (the page
     then replaces the message and turn whole instead of patching them).
     """
 
@@ -125,19 +127,45 @@ def draw(view: ParseView, check: dict | None = None, *, start: int | None = None
     and, for a final view or when ``preview`` is true, the event log and the message and parsed-turn previews.
 
     While streaming, the previews are clipped (huge strings re-rendered as Markdown 15 times a second would
-    freeze the page) and the event log shows its last `STREAM_EVENT_ROWS` rows.
+    freeze the page) and the event log shows its last `STREAM_EVENT_ROWS` rows. A message (or preview) whose JSON
+    passes the view's ``message_limit`` is never serialized: a note says how large it is instead.
     """
     if view.final:
-        msg = view.message if view.message is not None else preview_message(view)
+        if view.message_size is not None:
+            msg = render.message_too_large(view.message_size, view.message_limit)
+        else:
+            msg = view.message if view.message is not None else _within(preview_message(view), view.message_limit)
         shown = msg if msg is not None else {}
-        turn = render.assistant_turn(render.clip_strings(msg, FINAL_TURN_CHARS, tail=False))
+        turn = (_note_turn(msg) if isinstance(msg, str) else
+                render.assistant_turn(render.clip_strings(msg, FINAL_TURN_CHARS, tail=False)))
         events = render.events_html(view.events)
     elif preview:
-        shown = render.clip_strings(preview_message(view), PREVIEW_CHARS, items=PREVIEW_ITEMS)
-        turn = render.assistant_turn(shown, streaming=True)
+        shown, turn = live_preview(view)
         events = render.events_html(view.events, limit=STREAM_EVENT_ROWS)
     else:
         shown = turn = events = None
     return Drawn(timeline=render.timeline_html(view, max_chars=window, start=start, titles=False),
                  legend=render.legend_html(view.field_names), events=events, message=shown, turn=turn,
                  check=render.check_html(check, view), final=view.final)
+
+
+def live_preview(view: ParseView) -> tuple[dict | str, list[dict]]:
+    """The live message preview of ``view`` (clipped: `PREVIEW_CHARS`, `PREVIEW_ITEMS`) and its chat bubbles; over
+    the view's ``message_limit``, the note that replaces it (str) and a bubble saying it."""
+    shown = _within(preview_message(view), view.message_limit)
+    if isinstance(shown, str):
+        return shown, _note_turn(shown)
+    shown = render.clip_strings(shown, PREVIEW_CHARS, items=PREVIEW_ITEMS)
+    return shown, render.assistant_turn(shown, streaming=True)
+
+
+def _within(message: dict | None, limit: int | None) -> dict | str | None:
+    """``message``, or the note that replaces it when its JSON is longer than ``limit`` (measured up to it)."""
+    if limit is None or message is None:
+        return message
+    size = json_size(message, limit)
+    return message if size <= limit else render.message_too_large(size, limit)
+
+
+def _note_turn(note: str) -> list[dict]:
+    return [{"role": "assistant", "content": render.md_text(note)}]

@@ -8,6 +8,7 @@ that changes the state, so one event updates all the views that depend on what i
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import gradio as gr
@@ -166,9 +167,11 @@ def message(p: _Pass) -> Any:
         return gr.update(value={})
     if d.message is None:
         return gr.skip()
+    # a note instead of a message too large to show: gr.JSON takes a str as JSON text
+    value = json.dumps(d.message) if isinstance(d.message, str) else d.message
     # the final state goes out as a full replacement: Gradio streams diffs after the first yield, and a
     # dict/list diff applied in place could leave the last live preview on screen after "Done"
-    return gr.update(value=d.message) if d.final else d.message
+    return gr.update(value=value) if d.final else value
 
 
 def turn(p: _Pass) -> Any:

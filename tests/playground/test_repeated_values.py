@@ -1,0 +1,178 @@
+"""A template that repeats a value thousands of times (trial 7, finding a) never has its message serialized whole.
+
+``{"transform": {"a": ["{content}"] * 5000}}`` on a 50 KB paste: the parser's message holds 5,000 references to one
+string (small in memory) whose JSON is 250 MB; the page's Message view, parsed turn, event log and memory
+accounting each wrote it out (+1.7 GB server peak for one request). Sizes are now measured with a limit
+(`playground.jsonsize`), and a public server shows a note instead of a message over `Limits.max_message_chars`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from playground import guard, render, ui, views
+from playground.jsonsize import json_head, json_size
+from playground.limits import Limits, RequestBudget
+from playground.session import NBYTES_MESSAGE_CHARS, LiveParse, Run, parse_run
+from playground.state import Session
+
+REPEATS = 5000
+AMPLIFIER = {"start_anchor": "S", "fields": {"content": {"transform": {"a": ["{content}"] * REPEATS}}}}
+PASTE = "x" * 50_000  # the message's JSON: 5,000 x 50,002 characters = 250 MB
+
+
+# ---------------------------------------------------------------- the measure
+
+
+_ALPHABET = 'ab"\\\n\t\x01\x1f é€😀\ud800/'
+
+
+def _random_value(rng: random.Random, depth: int = 0):
+    r = rng.random()
+    if depth > 4 or r < 0.4:
+        kind = rng.randrange(6)
+        if kind == 0:
+            return "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 12)))
+        if kind == 1:
+            return rng.randint(-10 ** 20, 10 ** 20)
+        if kind == 2:
+            return rng.choice([0.5, -1e300, float("nan"), float("inf"), -float("inf"), 1e-7, 3.0])
+        if kind == 3:
+            return rng.choice([True, False, None])
+        if kind == 4:
+            return range(rng.randint(0, 3))  # not JSON: goes through default=str
+        return rng.choice([(), (1, "a"), {}, []])
+    if r < 0.7:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+    keys = ["k", "", 'q"\n', rng.randint(-5, 5), True, False, None, 2.5, float("nan")]
+    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_the_measure_agrees_with_json_dumps_on_random_values(ensure_ascii):
+    rng = random.Random(20261201 + ensure_ascii)
+    for _ in range(3000):
+        value = _random_value(rng)
+        if rng.random() < 0.2:
+            value = [value, {"again": value}, value]  # shared values count each time, as json writes them
+        text = json.dumps(value, ensure_ascii=ensure_ascii, default=str)
+        assert json_size(value, ensure_ascii=ensure_ascii) == len(text)
+        limit = rng.randint(0, len(text) + 3)
+        size = json_size(value, limit, ensure_ascii=ensure_ascii)
+        if len(text) <= limit:
+            assert size == len(text)
+        else:
+            assert limit < size <= len(text)
+        assert json_head(value, limit, ensure_ascii=ensure_ascii) == (text[:limit], len(text) <= limit)
+
+
+class _CountingList(list):
+    """A list that counts the items read from it."""
+
+    read = 0
+
+    def __iter__(self):
+        for item in list.__iter__(self):
+            _CountingList.read += 1
+            yield item
+
+
+def test_the_measure_stops_at_its_limit_however_large_the_expansion():
+    # 10 million references to one 1,000-character string: 10 GB of JSON
+    big = _CountingList(["x" * 1000] * 10_000_000)
+    _CountingList.read = 0
+    size = json_size({"a": big}, 1_000_000)
+    assert 1_000_000 < size <= 1_000_000 + 1010
+    assert _CountingList.read <= 1000  # about limit / 1,004 characters per item were read, not 10 million
+    head, whole = json_head({"a": big}, 5000)
+    assert not whole and head == '{"a": [' + ", ".join(['"' + "x" * 1000 + '"'] * 5)[:5000 - 7]
+    # many small values: the walk still ends near the limit
+    numbers = _CountingList([1] * 10_000_000)
+    _CountingList.read = 0
+    assert 300_000 < json_size([numbers], 300_000) <= 300_003
+    assert _CountingList.read <= 100_001
+    with pytest.raises(TypeError):
+        json_size({(1, 2): 1}, 100)  # a key json refuses is refused the same way
+    with pytest.raises(TypeError):
+        json_size([object()], 100, default=None)
+
+
+# ---------------------------------------------------------------- the parse and its views
+
+
+def _amplified_view(limit: int | None):
+    run = Run(prefix="S", chunks=(PASTE,), template_text=json.dumps(AMPLIFIER))
+    return run, parse_run(run, budget=RequestBudget(None, None, limit))
+
+
+def test_a_message_over_the_cap_is_dropped_and_measured_only_up_to_it():
+    run, view = _amplified_view(2_000_000)
+    assert view.final and view.message is None and not view.errors
+    assert 2_000_000 < view.message_size <= 2_000_000 + len(PASTE) + 10 and view.message_limit == 2_000_000
+    assert view.nbytes < 2 * len(run.text) + 2_000_000  # the events keep the value, counted as events
+    drawn = render_all(view)
+    assert drawn["message"].startswith("The parsed message is not shown: as JSON it is at least 2,0")
+    assert "over this server's limit of 2,000,000" in drawn["message"] and "transform" in drawn["message"]
+    assert drawn["turn"][0]["content"] == render.md_text(drawn["message"])
+    assert "region_close" in drawn["events"] and len(drawn["events"]) < 20_000
+    assert 'data-status="final" data-len="50000"' in drawn["timeline"]  # the timeline still shows the parse
+
+
+def render_all(view) -> dict:
+    from playground.streaming import draw
+
+    d = draw(view)
+    return {"message": d.message, "turn": d.turn, "events": d.events, "timeline": d.timeline}
+
+
+def test_without_a_cap_the_message_is_kept_and_its_memory_is_counted_up_to_a_bound():
+    small = Run(prefix="S", chunks=("hello",), template_text=json.dumps(AMPLIFIER))
+    view = parse_run(small)
+    assert view.message == {"content": {"a": ["hello"] * REPEATS}} and view.message_size is None
+    assert view.nbytes >= len(json.dumps(view.message))
+    _, big = _amplified_view(None)
+    assert big.message == {"content": {"a": [PASTE] * REPEATS}}
+    assert big.nbytes <= 2 * len(big.text) + NBYTES_MESSAGE_CHARS + 2 * len(PASTE) + 100_000
+
+
+def test_a_live_preview_over_the_cap_is_a_note():
+    from playground.streaming import draw
+
+    live = LiveParse(json.dumps({"start_anchor": "S", "fields": {
+        "r": {"open": "<r>", "close": "</r>", "transform": {"a": ["{content}"] * REPEATS}}, "content": {}}}), "S",
+        budget=RequestBudget(None, None, 100_000))
+    live.feed("<r>" + "y" * 1000 + "</r>and more")
+    shown = draw(live.view(), preview=True)
+    assert isinstance(shown.message, str) and "at least 10" in shown.message, shown.message
+    live.feed(" text")
+    live.finalize()
+    assert live.message is None and live.message_size > 100_000
+
+
+def test_the_page_says_the_message_is_too_large_and_sends_no_huge_answer(tiny_model_dir):
+    before = guard.limits()
+    guard.configure(Limits.public_space())
+    try:
+        demo = ui.build_ui(tiny_model_dir)
+        paste_parse = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "paste_parse")
+        template = json.dumps(AMPLIFIER)
+        sess = Session(template)
+        out = dict(zip([*views.NAMES, "session"], paste_parse(sess, PASTE, "S", "", template)))
+    finally:
+        guard.configure(before)
+    sess = out.pop("session")
+    status = out["status"]
+    assert "too large to show" in status and "at least 2,0" in status and "2,000,000" in status, status
+    assert "Traceback" not in status
+    message = out["message"]["value"] if isinstance(out["message"], dict) else out["message"]
+    note = json.loads(message)
+    assert note.startswith("The parsed message is not shown") and "2,000,000" in note
+    # everything sent to the page together is a few hundred KB (the timeline shows the paste), not 250 MB
+    assert json_size(out, 5_000_000) < 1_000_000
+    assert "region_close" in out["events"]
+    assert sess.view.message is None and sess.view.message_size > 2_000_000
+    assert sess.check and sess.check.get("skipped") and "size limit" in sess.check["skipped"]
+    assert sess.nbytes < 10 * len(PASTE) + 2_000_000
