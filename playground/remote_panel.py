@@ -17,6 +17,7 @@ import gradio as gr
 
 from . import remote
 from .icons import icon
+from .jsonsize import json_head
 from .render import escape
 
 LOCAL = "local"
@@ -118,8 +119,10 @@ def _cell(value: Any) -> str:
         text = "—"
     elif isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)[1:-1].replace("\\n", "\n") if value else '""'
-    else:
-        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:  # only what is shown: a template's transform can make a value gigabytes as JSON (`json_head`)
+        text, whole = json_head(value, 4000)
+        if not whole:
+            return escape(text + "… (longer)")
     if len(text) > 4000:
         text = text[:4000] + f"… (+{len(text) - 4000} chars)"
     return escape(text)

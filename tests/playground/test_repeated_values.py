@@ -176,3 +176,16 @@ def test_the_page_says_the_message_is_too_large_and_sends_no_huge_answer(tiny_mo
     assert sess.view.message is None and sess.view.message_size > 2_000_000
     assert sess.check and sess.check.get("skipped") and "size limit" in sess.check["skipped"]
     assert sess.nbytes < 10 * len(PASTE) + 2_000_000
+
+
+def test_other_views_of_a_value_show_only_a_bounded_part_of_it():
+    from playground import doctor_panel, inspector, probe_panel, remote_panel
+
+    value = {"a": ["z" * 1000] * 1_000_000}  # 1 GB as JSON
+    parity = remote_panel.parity_html([{"field": "content", "template": value, "server": "z", "verdict": "differs"}],
+                                      "server", {})
+    assert "… (longer)" in parity and len(parity) < 20_000
+    assert len(inspector._value_html(value)) < 10_000 and "at least" in inspector._value_html(value)
+    assert len(doctor_panel._json(value)) < 2_000 and len(probe_panel._show(value)) < 2_000
+    events = render.events_html([{"type": "region_close", "field": "content", "value": value, "index": 0}])
+    assert len(events) < 2_000 and render.escape('{"a": ["zzz') in events and "zzz…</td>" in events
