@@ -58,7 +58,7 @@ from typing import Iterable
 from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
-from .shapes import FAIL, MATCH, UNDECIDED, Shape, cut_off
+from .shapes import FAIL, MATCH, PAUSE_LITERALS, PAUSE_POS, PAUSE_RUN, UNDECIDED, Shape, cut_off
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -80,7 +80,7 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start")
+    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided")
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,9 +92,9 @@ class ScanState(SearchClock):
         self.lookbehinds: dict[tuple[int, int, int], bool] = {}
         # (position, delimiter, shape, cause) when the last scan held from a regex delimiter it did not run (a
         # suffix still missing, or a match waiting for the end of the stream; shape and cause None), or from a
-        # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and why, if
-        # `Shape.decide` said: the run that reached the buffer edge, or (literals, stream offset) of a literal cut
-        # off by it): `still_deferred` re-checks just that.
+        # `parsing.shapes` delimiter whose shape was undecided there (the shape it runs there, and the pause
+        # `Shape.decide` gave, if any: why, the run that reached the buffer edge or the literal it cuts off, and where
+        # the walk stopped): `still_deferred` re-checks just that, and decides again from where the walk stopped.
         self.deferred: tuple[int, Delimiter, Shape | None, object] | None = None
         # The stream offset the buffer ended at when the deferred delimiter's regex last ran, or up to which the
         # deferred shape's edge run is known to reach (`still_deferred`).
@@ -102,6 +102,10 @@ class ScanState(SearchClock):
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
         self.dead_at_start: set[int] = set()
+        # (buffer index, buffer length, base, shape, status, end, captures): the decision `still_deferred` reached
+        # when the deferred shape turned out decided (MATCH or FAIL), for `shape_step` to take instead of deciding
+        # the same shape on the same text again.
+        self.decided: tuple | None = None
 
     def reset(self) -> None:
         if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
@@ -113,6 +117,7 @@ class ScanState(SearchClock):
         if self.dead_at_start:
             self.dead_at_start.clear()
         self.deferred = None
+        self.decided = None
 
     def still_deferred(self, buf: str, at: int, base: int = 0, ctx: ParseContext = NO_LIMITS) -> bool:
         """Whether a scan of ``buf`` (stream offset ``base`` at index 0; unconsumed text from ``at``, no candidate
@@ -128,18 +133,21 @@ class ScanState(SearchClock):
             cause = deferred[3]
             end = len(buf)
             if cause is not None:
-                if type(cause) is tuple:
-                    if cut_off(cause[0], buf, cause[1] - base):
+                literals, run = cause[PAUSE_LITERALS], cause[PAUSE_RUN]
+                if literals is not None:
+                    if cut_off(literals, buf, at + cause[PAUSE_POS]):
                         return True  # the buffer still ends inside the literal that left it undecided
-                elif cause.rx.match(buf, self.checked - base).end() == end:
+                elif run is not None and run.rx.match(buf, self.checked - base).end() == end:
                     # Only more of the run that reached the edge: still undecided, and nothing before it is read
                     # again (a 32 KB function name streamed a character at a time costs linear time).
                     self.checked = end + base
                     return True
-            status, cause = shape.decide(buf, at, False)
+            match = {} if shape.named else None
+            status, cause = shape.decide(buf, at, False, match, cause)  # resumed where the last walk stopped
             if status != UNDECIDED:
+                self.decided = (at, end, base, shape, status, cause, match)
                 return False
-            self.deferred = (deferred[0], deferred[1], shape, _absolute(cause, base))
+            self.deferred = (deferred[0], deferred[1], shape, cause)
             self.checked = end + base
             return True
         delim = deferred[1]
@@ -155,11 +163,6 @@ class ScanState(SearchClock):
             self.checked = len(buf) + base
             return self.run(delim, "match", buf, at, ctx, partial=True) is not None
         return True
-
-
-def _absolute(cause, base: int):
-    """The cause of an undecided shape (`Shape.decide`) with its buffer index made a stream offset."""
-    return (cause[0], cause[1] + base) if type(cause) is tuple else cause
 
 
 def _rechecked(delim: Delimiter) -> bool:
@@ -322,6 +325,11 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
     in ``clock.deferred`` as `scan` does.
     """
     end = len(buf)
+    memo = clock.decided
+    if memo is not None:
+        clock.decided = None
+        if eos or memo[0] != at or memo[1] != end or memo[2] != base:
+            memo = None
     while True:
         best = None
         for delim in watch.delimiters:
@@ -329,14 +337,17 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
             if shape is None and delim.split_shapes is not None:
                 shape = delim.split_shapes[_variant(delim, buf, at, base, before, ctx, clock, window)]
             if shape is not None:
-                match = {} if shape.named else None
-                status, stop = shape.decide(buf, at, eos, match)
+                if memo is not None and memo[3] is shape:  # `ScanState.still_deferred` decided it just now
+                    status, stop, match = memo[4], memo[5], memo[6]
+                else:
+                    match = {} if shape.named else None
+                    status, stop = shape.decide(buf, at, eos, match)
                 if status == FAIL:
                     if not at and not eos and id(delim) in watch.start_dies:
                         clock.dead_at_start.add(id(delim))  # a ^-shape failed at index 0: for good
                     continue
                 if status == UNDECIDED:
-                    clock.deferred = (at + base, delim, shape, _absolute(stop, base))
+                    clock.deferred = (at + base, delim, shape, stop)
                     clock.checked = end + base
                     return None, at
             elif delim.literals is not None:
@@ -360,6 +371,7 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
             clock.deferred = None
             return None, end
         at = found.start()
+        memo = None
         if not eos and found.group() not in watch.literal_set:
             clock.deferred = None
             return None, at  # a literal cut off by the buffer edge
@@ -580,7 +592,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                 if status == UNDECIDED:
                     hold = min(hold, start)
                     if deferred is None or start < deferred[0]:
-                        deferred = (start, delim, shape, _absolute(stop, base))  # undecided until more text
+                        deferred = (start, delim, shape, stop)  # undecided until more text
                 continue
         else:
             if prefilter is not None:

@@ -96,6 +96,19 @@ class _Not:
     longest: int
 
 
+# Why a shape is undecided (`Shape.decide`'s cause), and where its walk stopped, so that deciding it again on a
+# longer buffer need not walk the text before that again: a tuple ``(branch, item, pos, captures, marks, literals,
+# run)``: the branch (every earlier one failed for good); the index of the item the walk stopped at (the length of
+# the branch's items: only its lookahead was undecided; -1: the walk cannot resume there, inside the items after a
+# run that gives characters back, and walks the branch again from its start); ``pos`` where that item starts
+# (characters from the shape's start); the captures and group marks of the text before it (None when none were
+# asked for / none are open; captures copied, never changed); ``literals``: the edge cuts off one of them starting
+# at ``pos`` (undecided while the buffer still ends inside one); ``run``: the run starting at ``pos`` reached the
+# edge (undecided while more text only continues it); both None when only the lookahead waits.
+PAUSE_BRANCH, PAUSE_ITEM, PAUSE_POS, PAUSE_CAPTURES, PAUSE_MARKS, PAUSE_LITERALS, PAUSE_RUN = range(7)
+_NO_CAPTURES: dict = {}  # shared, never changed: a pause's captures when there were none yet
+
+
 @dataclass(frozen=True)
 class Shape:
     """A delimiter pattern of this module's forms.
@@ -112,23 +125,45 @@ class Shape:
     # The group names in the pattern's order, when a named group holds more than one run (its capture is made
     # when it closes, after those inside it): a MATCH's captures are put in this order, as ``groupdict()`` has them.
     order: tuple | None = None
+    # The literals a match must start with (each branch's first literal or choice of them, or its lookahead's when
+    # it consumes nothing), or None when a branch may start otherwise (a run, ``^``); and the longest of them.
+    heads: tuple | None = None
+    head_width: int = 0
 
-    def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None) -> tuple[int, int]:
+    def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None,
+               pause: tuple | None = None) -> tuple:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
         whatever text follows (the first alternative that matches, every earlier one failing for good);
         ``(UNDECIDED, cause)`` when more text could still make or change a match there (a literal cut off by the
-        buffer edge, a run reaching it): ``cause`` is the `_Run` of the consumed text that reached the edge when that
-        is why (then, as long as more text only continues that run, the outcome stays UNDECIDED: every earlier
-        alternative failed for good and all before the run is decided), or ``(literals, q)`` when the edge cuts off
-        one of ``literals`` of the consumed text starting at buffer index ``q`` (undecided as long as it still
-        does), else None; ``(FAIL, -1)`` when no
-        match can start there. ``eos``: the buffer is the whole rest of the stream (nothing is undecided).
-        ``captures``: a dict to receive the named groups of a MATCH (as ``Match.groupdict()`` without the groups
-        that took no part)."""
-        for items, ahead in self.branches:
+        buffer edge, a run reaching it, a lookahead reading up to it): ``cause`` is a pause (`PAUSE_BRANCH`) saying
+        why and where the walk stopped, or None; ``(FAIL, -1)`` when no match can start there. ``eos``: the buffer is the whole
+        rest of the stream (nothing is undecided). ``captures``: a dict to receive the named groups of a MATCH (as
+        ``Match.groupdict()`` without the groups that took no part). ``pause``: the cause of the last UNDECIDED
+        answer at ``at``, on a shorter buffer (same ``at``, same text up to its edge): the walk resumes where it
+        stopped, with the same result as deciding from the start."""
+        branches = self.branches
+        first = 0
+        if pause is not None:
+            first = pause[0]
+            if pause[1] < 0 or captures is not None and pause[3] is None and self.named:
+                pause = None  # walk that branch again from its start
+        else:
+            heads = self.heads
+            if heads is not None and not buf.startswith(heads, at) and (eos or len(buf) - at >= self.head_width):
+                return FAIL, -1  # no branch's first literal starts here (near the edge, the walk tells a cut-off one)
+        for index in range(first, len(branches)):
+            items, ahead = branches[index]
             end = at
-            if items:
-                status, end = _walk(items, buf, at, eos, True, captures)
+            if pause is not None:  # resume the branch where its walk stopped
+                start, end = pause[1], at + pause[2]
+                marks = dict(pause[4]) if pause[4] else None
+                if captures is not None and pause[3]:
+                    captures.update(pause[3])
+                pause = None
+            else:
+                start, marks = 0, None
+            if start < len(items):
+                status, end = _walk(items, buf, end, eos, True, captures, marks, start, at, index)
                 if status != MATCH:
                     if captures:
                         captures.clear()
@@ -143,10 +178,15 @@ class Shape:
                         break
                     pending = pending or status == UNDECIDED
                 else:
+                    if pending:
+                        cause = (index, len(items), end - at,
+                                 dict(captures) if captures else (None if captures is None else _NO_CAPTURES),
+                                 None, None, None)
+                        if captures:
+                            captures.clear()
+                        return UNDECIDED, cause
                     if captures:
                         captures.clear()
-                    if pending:
-                        return UNDECIDED, None
                     continue
             if self.order is not None and captures:
                 ordered = {name: captures[name] for name in self.order if name in captures}
@@ -157,15 +197,18 @@ class Shape:
 
 
 def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None,
-          marks: dict | None = None) -> tuple:
-    """One sequence at ``at``: ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer edge cut it (``(UNDECIDED,
-    None)``); in consumed text (``consuming``), a run reaches the edge and could take more (``(UNDECIDED, run)``:
-    whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it), or
-    the edge cuts off a literal (or a choice of them) starting at ``q`` (``(UNDECIDED, (literals, q))``: all before
-    ``q`` is decided, so while the buffer still ends inside one of them the outcome stays undecided)."""
+          marks: dict | None = None, start: int = 0, origin: int = 0, branch: int = 0) -> tuple:
+    """One sequence at ``at`` (from its item ``start``): ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer
+    edge cut it (``(UNDECIDED, None)``); in consumed text (``consuming``), a run reaches the edge and could take more
+    (whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it), or
+    the edge cuts off a literal (or a choice of them): ``(UNDECIDED, pause)`` (`PAUSE_BRANCH`) with the item's index and start (all
+    before it is decided, so while the buffer still ends inside one of them, or the run continues, the outcome stays
+    undecided): the pause of branch ``branch`` of a shape starting at buffer index ``origin``."""
     end = len(buf)
     i = at
-    for item in items:
+    k = start - 1
+    for item in items[start:] if start else items:
+        k += 1
         kind = type(item)
         if item is START:
             if i:
@@ -174,17 +217,27 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if buf.startswith(item, i):
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
-                return UNDECIDED, ((item,), i) if consuming else None
+                if not consuming:
+                    return UNDECIDED, None
+                return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
+                    None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, (item,), None)
             else:
                 return FAIL, -1
         elif kind is _Run:
             j = item.rx.match(buf, i).end()
             if j == end and not eos and (consuming or j - i < item.least):
-                return UNDECIDED, item if consuming else None
+                if not consuming:
+                    return UNDECIDED, None
+                return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
+                    None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, None, item)
             if j - i < item.least:
                 return FAIL, -1
             if item.back is not None:
-                return _give_back(item, buf, i, j, eos, consuming, captures, marks)
+                status, found = _give_back(item, buf, i, j, eos, consuming, captures, marks)
+                if status == UNDECIDED and found is not None:
+                    # inside the items after the run (buffer positions): not resumable from the branch
+                    found = (branch, -1, found[2] - origin, *found[3:])
+                return status, found
             if captures is not None and item.name is not None:
                 captures[item.name] = buf[i:j]
             i = j
@@ -202,7 +255,11 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     break
             else:
                 if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
-                    return UNDECIDED, (item.literals, i) if consuming else None
+                    if not consuming:
+                        return UNDECIDED, None
+                    return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
+                        None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, item.literals,
+                                       None)
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):
@@ -267,9 +324,25 @@ def shape_of(source: str, flags: int) -> Shape | None:
         if any(type(item) is _Mark for items, _ in branches for item in _all_items(items)):
             groups = regex.compile(source, flags).groupindex
             order = tuple(sorted(groups, key=groups.get))
-        return Shape(tuple(branches), named, order)
+        heads = _heads(branches)
+        return Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
     except (_NotAShape, regex.error, IndexError):
         return None
+
+
+def _heads(branches: list) -> tuple | None:
+    """`Shape.heads` of these branches."""
+    heads: list = []
+    for items, ahead in branches:
+        for sequence in ((items,) if items else ahead):
+            item = sequence[0]
+            if type(item) is str:
+                heads.append(item)
+            elif type(item) is _Choice:
+                heads.extend(item.literals)
+            else:
+                return None
+    return tuple(dict.fromkeys(heads))
 
 
 def _all_items(items: tuple):

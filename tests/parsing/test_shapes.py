@@ -12,7 +12,8 @@ import random
 import pytest
 import regex
 
-from parsing.shapes import FAIL, MATCH, UNDECIDED, shape_of
+from parsing.shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_POS, PAUSE_RUN, UNDECIDED,
+                            shape_of)
 
 pytestmark = pytest.mark.unit
 
@@ -123,7 +124,8 @@ def _continuations(rng: random.Random) -> list[str]:
 
 def test_decisions_agree_with_the_regex_engine():
     rng = random.Random(1414)
-    checked = edge_runs = cut_literals = 0
+    checked = edge_runs = cut_literals = resumed = 0
+    resumed_kinds = set()
     while checked < 3000:
         source = _pattern(rng)
         shape = shape_of(source, FLAGS)
@@ -157,10 +159,10 @@ def test_decisions_agree_with_the_regex_engine():
             assert status == UNDECIDED
             # Holding is always safe (it only delays text); it must not happen where nothing can match.
             assert compiled.match(text, at, partial=True) is not None, (source, text, at)
-            if type(end) is tuple:
+            if end is not None and end[PAUSE_LITERALS] is not None:
                 # A literal cut off by the edge at q (`Shape.decide`): while the text still ends inside one of the
                 # literals, the match stays undecided (the scanner then holds without deciding again).
-                literals, q = end
+                literals, q = end[PAUSE_LITERALS], at + end[PAUSE_POS]
                 for literal in literals:
                     for stop in range(len(text) - q + 1, len(literal)):
                         if literal.startswith(text[q:]):
@@ -168,14 +170,49 @@ def test_decisions_agree_with_the_regex_engine():
                             assert shape.decide(text + more, at, False)[0] == UNDECIDED, (source, text, more)
                             assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
                             cut_literals += 1
-            elif end is not None:
+            elif end is not None and end[PAUSE_RUN] is not None:
                 # The run that reached the edge (`Shape.decide`): more of its characters keep the match undecided
                 # (the scanner then holds without deciding again).
-                accepted = [c for c in ALPHABET if end.rx.match(c).end()]
+                accepted = [c for c in ALPHABET if end[PAUSE_RUN].rx.match(c).end()]
                 for n in (1, 3, 9):
                     more = "".join(rng.choice(accepted) for _ in range(n))
                     assert shape.decide(text + more, at, False)[0] == UNDECIDED, (source, text, more)
                     assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
                     edge_runs += 1
+            if end is not None:
+                # Deciding again from where the walk stopped (a pause, `parsing.shapes.PAUSE_BRANCH`) gives what
+                # deciding from the start gives, on every continuation, streaming or at the end of the stream,
+                # captures included.
+                for more in _continuations(rng):
+                    for eos in (False, True):
+                        from_pause, from_start = {}, {}
+                        status_r, end_r = shape.decide(text + more, at, eos, from_pause, end)
+                        status_d, end_d = shape.decide(text + more, at, eos, from_start)
+                        assert status_r == status_d, (source, text, more, eos)
+                        if status_r != UNDECIDED:
+                            assert (end_r, from_pause) == (end_d, from_start), (source, text, more, eos)
+                        elif end_r is not None:
+                            assert end_r[:3] == end_d[:3], (source, text, more)
+                        item = end[PAUSE_ITEM]
+                        resumed_kinds.add("ahead" if item == len(shape.branches[end[PAUSE_BRANCH]][0])
+                                          else "inner" if item < 0 else "item")
+                        resumed += 0 if status_r == UNDECIDED else 1
         checked += 1
-    assert edge_runs > 100 and cut_literals > 100, (edge_runs, cut_literals)
+    assert edge_runs > 100 and cut_literals > 100 and resumed > 1000, (edge_runs, cut_literals, resumed)
+    assert {"ahead", "item"} <= resumed_kinds, resumed_kinds
+
+
+def test_a_pause_inside_a_run_that_gives_characters_back_walks_the_branch_again():
+    """The edge cutting off a literal after a run that gave characters back (kimi-k2's ``functions_NAME_0``) is no
+    place to resume from (the walk was inside the run's give-back): deciding again walks the branch from its start,
+    with the same answer as the engine."""
+    source = r"<a>(?P<name>[^<\s]+)_\d+<b>|<c>"
+    shape = shape_of(source, FLAGS)
+    compiled = regex.compile(source, regex.DOTALL)
+    status, pause = shape.decide("<a>get_x_1<", 0, False, {})
+    assert status == UNDECIDED and pause[PAUSE_ITEM] == -1 and pause[PAUSE_LITERALS] == ("<b>",)
+    for text in ("<a>get_x_1<b>", "<a>get_x_1<c", "<a>get_x_1<bz"):
+        captures = {}
+        status, end = shape.decide(text, 0, False, captures, pause)
+        final = compiled.match(text, 0)
+        assert (status, end, captures) == ((MATCH, final.end(), final.groupdict()) if final else (FAIL, -1, {}))

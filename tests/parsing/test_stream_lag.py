@@ -131,3 +131,49 @@ def test_a_long_undecided_shape_is_not_reread_on_every_feed(monkeypatch, family_
     monkeypatch.setattr(Shape, "decide", decide)
     assert message == parse_response(output, template, prefix=prefix)
     assert read[0] < 40 * len(output), f"shapes read {read[0]:,} characters for a {len(output):,}-character stream"
+
+
+@pytest.mark.parametrize("family_name", ["seed_oss", "gpt_oss", "qwen3_coder", "kimi_k2", "hunyuan_a13b"])
+def test_a_held_shape_is_decided_once_per_feed_and_resumed_where_it_stopped(monkeypatch, family_name):
+    """A held shape that the next feed decides (`ScanState.still_deferred`) hands that decision to `shape_step`
+    instead of deciding the same shape on the same text again (seed_oss's call open decided it twice, four walks),
+    and a shape still undecided resumes its walk where the last one stopped (`parsing.shapes.PAUSE_BRANCH`): no
+    feed decides one shape twice at one place of one buffer, shapes read fewer characters than from their start,
+    and every transcript streams to its one-shot message."""
+    from parsing import parse_response
+    from parsing.shapes import Shape
+
+    family = load_family(family_name)
+    template = load_template(family.template)
+    decide = Shape.decide
+    seen: list = []
+    walked = [0, 0]  # characters from the walk's start to the buffer edge: resumed, from the shape's start
+
+    def recording(self, buf, at, eos, captures=None, pause=None):
+        seen.append((id(self), buf, at, eos))
+        walked[pause is not None] += len(buf) - at
+        return decide(self, buf, at, eos, captures, pause)
+
+    monkeypatch.setattr(Shape, "decide", recording)
+    def outcome(run):
+        try:
+            return run()
+        except ValueError as exc:  # a transcript cut off inside a value: the same error both ways
+            return type(exc)
+
+    for transcript in family.transcripts:
+        parser = ResponseParser(template, prefix=transcript.prefix, tools=transcript.tools or None)
+
+        def streamed():
+            for chunk in fixed_chunks(transcript.output, 4):
+                seen.clear()
+                parser.feed(chunk)
+                assert len(seen) == len(set(seen)), (transcript.output, chunk)
+            return parser.finalize()[0]
+
+        got = outcome(streamed)
+        monkeypatch.setattr(Shape, "decide", decide)
+        assert got == outcome(lambda: parse_response(transcript.output, template, prefix=transcript.prefix,
+                                                     tools=transcript.tools or None))
+        monkeypatch.setattr(Shape, "decide", recording)
+    assert walked[1] > 0, walked
