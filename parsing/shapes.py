@@ -28,7 +28,9 @@ flags. Runs are matched by the ``regex`` module with the delimiter's own flags (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import re
 
 import regex
 
@@ -129,9 +131,19 @@ class Shape:
     # it consumes nothing), or None when a branch may start otherwise (a run, ``^``); and the longest of them.
     heads: tuple | None = None
     head_width: int = 0
+    # `walk` written out as Python for this shape (`_compiled_decide`), or None: what `decide` runs without a pause.
+    compiled: object = field(default=None, compare=False, repr=False)
 
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None,
                pause: tuple | None = None) -> tuple:
+        """`walk`, by the shape's compiled function when it has one and no pause is given."""
+        compiled = self.compiled
+        if compiled is not None and pause is None:
+            return compiled(buf, at, eos, captures)
+        return self.walk(buf, at, eos, captures, pause)
+
+    def walk(self, buf: str, at: int, eos: bool, captures: dict | None = None,
+             pause: tuple | None = None) -> tuple:
         """The pattern's outcome at ``at`` in ``buf``: ``(MATCH, end)`` when a match starting there is final
         whatever text follows (the first alternative that matches, every earlier one failing for good);
         ``(UNDECIDED, cause)`` when more text could still make or change a match there (a literal cut off by the
@@ -141,29 +153,17 @@ class Shape:
         ``Match.groupdict()`` without the groups that took no part). ``pause``: the cause of the last UNDECIDED
         answer at ``at``, on a shorter buffer (same ``at``, same text up to its edge): the walk resumes where it
         stopped, with the same result as deciding from the start."""
-        branches = self.branches
-        first = 0
         if pause is not None:
-            first = pause[0]
-            if pause[1] < 0 or captures is not None and pause[3] is None and self.named:
-                pause = None  # walk that branch again from its start
-        else:
-            heads = self.heads
-            if heads is not None and not buf.startswith(heads, at) and (eos or len(buf) - at >= self.head_width):
-                return FAIL, -1  # no branch's first literal starts here (near the edge, the walk tells a cut-off one)
-        for index in range(first, len(branches)):
-            items, ahead = branches[index]
+            return self._resume(buf, at, eos, captures, pause)
+        heads = self.heads
+        if heads is not None and not buf.startswith(heads, at) and (eos or len(buf) - at >= self.head_width):
+            return FAIL, -1  # no branch's first literal starts here (near the edge, the walk tells a cut-off one)
+        index = -1
+        for items, ahead in self.branches:
+            index += 1
             end = at
-            if pause is not None:  # resume the branch where its walk stopped
-                start, end = pause[1], at + pause[2]
-                marks = dict(pause[4]) if pause[4] else None
-                if captures is not None and pause[3]:
-                    captures.update(pause[3])
-                pause = None
-            else:
-                start, marks = 0, None
-            if start < len(items):
-                status, end = _walk(items, buf, end, eos, True, captures, marks, start, at, index)
+            if items:
+                status, end = _walk(items, buf, at, eos, True, captures, None, 0, at, index)
                 if status != MATCH:
                     if captures:
                         captures.clear()
@@ -179,21 +179,82 @@ class Shape:
                     pending = pending or status == UNDECIDED
                 else:
                     if pending:
-                        cause = (index, len(items), end - at,
-                                 dict(captures) if captures else (None if captures is None else _NO_CAPTURES),
-                                 None, None, None)
-                        if captures:
-                            captures.clear()
-                        return UNDECIDED, cause
+                        return UNDECIDED, self._waiting(at, captures, index, items, end)
                     if captures:
                         captures.clear()
                     continue
             if self.order is not None and captures:
-                ordered = {name: captures[name] for name in self.order if name in captures}
-                captures.clear()
-                captures.update(ordered)
+                self._ordered(captures)
             return MATCH, end
         return FAIL, -1
+
+    def _waiting(self, at: int, captures: dict | None, index: int, items: tuple, end: int) -> tuple:
+        """The pause of branch ``index`` whose consumed text matched up to ``end`` and whose lookahead alone is
+        undecided (``captures`` copied, then cleared)."""
+        cause = (index, len(items), end - at,
+                 dict(captures) if captures else (None if captures is None else _NO_CAPTURES), None, None, None)
+        if captures:
+            captures.clear()
+        return cause
+
+    def _ahead(self, buf: str, at: int, eos: bool, captures: dict | None, index: int, items: tuple, ahead: tuple,
+               end: int) -> tuple:
+        """Branch ``index``, its consumed text matched up to ``end``: its lookahead decides (captures put in order
+        on a MATCH, cleared otherwise)."""
+        pending = False
+        for sequence in ahead:
+            status, _ = _walk(sequence, buf, end, eos, False, None)
+            if status == MATCH:
+                if self.order is not None and captures:
+                    self._ordered(captures)
+                return MATCH, end
+            pending = pending or status == UNDECIDED
+        if pending:
+            return UNDECIDED, self._waiting(at, captures, index, items, end)
+        if captures:
+            captures.clear()
+        return FAIL, -1
+
+    def _resume(self, buf: str, at: int, eos: bool, captures: dict | None, pause: tuple) -> tuple:
+        """`decide` from ``pause``: the branch it names from where its walk stopped, then the later branches."""
+        index, start = pause[0], pause[1]
+        if start < 0 or captures is not None and pause[3] is None and self.named:
+            start = 0  # walk that branch again from its start
+        branches = self.branches
+        while index < len(branches):
+            items, ahead = branches[index]
+            end = at
+            if start:
+                end += pause[2]
+                if captures is not None and pause[3]:
+                    captures.update(pause[3])
+            if start < len(items):
+                status, end = _walk(items, buf, end, eos, True, captures, dict(pause[4]) if start and pause[4] else None,
+                                    start, at, index)
+                if status != MATCH:
+                    if captures:
+                        captures.clear()
+                    if status == UNDECIDED:
+                        return UNDECIDED, end
+                    index, start = index + 1, 0
+                    continue
+            if ahead is not None:
+                status, end = self._ahead(buf, at, eos, captures, index, items, ahead, end)
+                if status != MATCH:
+                    if status == UNDECIDED:
+                        return UNDECIDED, end
+                    index, start = index + 1, 0
+                    continue
+            elif self.order is not None and captures:
+                self._ordered(captures)
+            return MATCH, end
+        return FAIL, -1
+
+    def _ordered(self, captures: dict) -> None:
+        """Put ``captures`` in the pattern's group order (``groupdict()``'s)."""
+        ordered = {name: captures[name] for name in self.order if name in captures}
+        captures.clear()
+        captures.update(ordered)
 
 
 def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None,
@@ -324,8 +385,10 @@ def shape_of(source: str, flags: int) -> Shape | None:
         if any(type(item) is _Mark for items, _ in branches for item in _all_items(items)):
             groups = regex.compile(source, flags).groupindex
             order = tuple(sorted(groups, key=groups.get))
-        heads = _heads(branches)
-        return Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
+        heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
+        shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
+        object.__setattr__(shape, "compiled", _compiled_decide(shape))
+        return shape
     except (_NotAShape, regex.error, IndexError):
         return None
 
@@ -523,7 +586,36 @@ def _run(text: str, i: int, flags: int, name: str | None) -> tuple[_Run, int]:
     i += 1
     if i < len(text) and text[i] in "?+{":
         raise _NotAShape("lazy or possessive")
-    return _Run(regex.compile(f"(?:{cls})*", flags), least, name, cls), i
+    return _Run(_run_matcher(cls, flags), least, name, cls), i
+
+
+# The characters `regex`'s ``\s`` matches (Unicode White_Space; the standard library's ``\s`` also takes
+# \x1c-\x1f): `_run_matcher` writes ``\s`` out as these for the standard library (checked over every code point by
+# tests/parsing/test_shapes.py).
+REGEX_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def _run_matcher(cls: str, flags: int):
+    """The compiled pattern matching the longest run of the class ``cls`` at a position: the standard library's
+    ``re`` (a call costs about half of `regex`'s) when the class reads the same there (plain characters, ranges and
+    ``\\s`` written out as `REGEX_WHITESPACE`), else `regex` with the delimiter's flags (``\\w``, ``\\d``)."""
+    negated, members = _class_parts(cls)
+    written = []
+    for member in members:
+        if type(member) is tuple:
+            written.append(f"{_set_char(member[0])}-{_set_char(member[1])}")
+        elif member == "\\s":
+            written.append(REGEX_WHITESPACE)
+        elif len(member) == 1:
+            written.append(_set_char(member))
+        else:  # \w, \d: their Unicode tables differ between the two engines
+            return regex.compile(f"(?:{cls})*", flags)
+    return re.compile(f"[{'^' if negated else ''}{''.join(written)}]*")
+
+
+def _set_char(char: str) -> str:
+    """One character written inside a standard-library bracket set."""
+    return "\\" + char if char in "\\]-^[" else char if char.isprintable() and char != " " else f"\\U{ord(char):08x}"
 
 
 def _literal(text: str) -> str:
@@ -747,3 +839,150 @@ def _class_within(a: str, b: str) -> bool:
         elif not (m in members_b or m == "\\d" and "\\w" in members_b):
             return False
     return True
+
+
+# ----------------------------------------------------------------------------------------------- compiled shapes
+# `Shape.decide` walks the items of each branch generically (a type test per item). For the shapes of the library
+# (literals, choices, runs that give nothing back, a negative lookahead, a lookahead) `_compiled_decide` writes the
+# same walk out as straight-line Python, one function per shape: same answers, same pauses, same captures, about a
+# third of the interpreter's work. Shapes with group marks or runs that give characters back keep the generic walk.
+
+
+class _Writer:
+    """Lines of a generated function, the constants they name, and the next free name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict = {}
+
+    def const(self, value) -> str:
+        name = f"c{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+
+_CAPS = "(dict(captures) if captures else (None if captures is None else NOCAP))"
+
+
+def _compiled_decide(shape: "Shape"):
+    """A function ``(buf, at, eos, captures)`` giving `Shape.walk`'s answer with no pause given, or None when the
+    shape uses an item it does not write out (group marks, a run that gives characters back)."""
+    for items, ahead in shape.branches:
+        for sequence in ((items,) if items else ()) + tuple(ahead or ()):
+            for item in sequence:
+                if type(item) is _Mark or type(item) is _Run and item.back is not None:
+                    return None
+    w = _Writer()
+    w.names.update(NOCAP=_NO_CAPTURES, cut_off=cut_off, MATCH=MATCH, FAIL=FAIL, UNDECIDED=UNDECIDED)
+    named = shape.named
+    w.emit(0, "def decide(buf, at, eos, captures=None):")
+    w.emit(1, "end = len(buf)")
+    if shape.heads is not None:
+        w.emit(1, f"if not buf.startswith({w.const(shape.heads)}, at) and (eos or end - at >= {shape.head_width}):")
+        w.emit(2, "return FAIL, -1")
+    for index, (items, ahead) in enumerate(shape.branches):
+        w.emit(1, "for _ in (0,):  # branch %d: break = it fails" % index)
+        if named and index:
+            w.emit(2, "if captures:")
+            w.emit(3, "captures.clear()")
+        w.emit(2, "i = at")
+        for k, item in enumerate(items):
+            _write_item(w, item, 2, True, index, k, named)
+        if ahead is not None:
+            w.emit(2, "pending = False")
+            w.emit(2, "ok = False")
+            for sequence in ahead:
+                w.emit(2, "if not ok:")
+                w.emit(3, "for _ in (0,):  # a lookahead sequence: break = it fails or waits")
+                w.emit(4, "j0 = i")
+                for item in sequence:
+                    _write_item(w, item, 4, False, index, -1, named, var="j0")
+                w.emit(4, "ok = True")
+            w.emit(2, "if not ok:")
+            w.emit(3, "if pending:")
+            w.emit(4, f"cause = ({index}, {len(items)}, i - at, {_CAPS}, None, None, None)")
+            if named:
+                w.emit(4, "if captures:")
+                w.emit(5, "captures.clear()")
+            w.emit(4, "return UNDECIDED, cause")
+            w.emit(3, "break")
+        w.emit(2, "return MATCH, i")
+    if named:
+        w.emit(1, "if captures:")
+        w.emit(2, "captures.clear()")
+    w.emit(1, "return FAIL, -1")
+    namespace = dict(w.names)
+    exec(compile("\n".join(w.lines), f"<shape {id(shape):x}>", "exec"), namespace)
+    return namespace["decide"]
+
+
+def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: int, named: bool,
+                var: str = "i") -> None:
+    """Lines walking one item at ``var`` (`_walk`'s rules): on a failure ``break``; in consumed text an undecided
+    item returns its pause; in a lookahead it sets ``pending`` and breaks."""
+    def undecided(literals: str | None, run: str | None) -> None:
+        if consuming:
+            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, None, {literals}, {run})")
+            if named:
+                w.emit(depth + 1, "if captures:")
+                w.emit(depth + 2, "captures.clear()")
+            w.emit(depth + 1, "return UNDECIDED, cause")
+        else:
+            w.emit(depth + 1, "pending = True")
+            w.emit(depth + 1, "break")
+
+    kind = type(item)
+    if item is START:
+        w.emit(depth, f"if {var}:")
+        w.emit(depth + 1, "break")
+    elif kind is str:
+        lit = w.const(item)
+        w.emit(depth, f"if buf.startswith({lit}, {var}):")
+        w.emit(depth + 1, f"{var} += {len(item)}")
+        w.emit(depth, f"elif not eos and end - {var} < {len(item)} and {lit}.startswith(buf[{var}:]):")
+        undecided(w.const((item,)), "None")
+        w.emit(depth, "else:")
+        w.emit(depth + 1, "break")
+    elif kind is _Run:
+        rx = w.const(item.rx.match)
+        w.emit(depth, f"j = {rx}(buf, {var}).end()")
+        if consuming:
+            w.emit(depth, "if j == end and not eos:")
+            undecided("None", w.const(item))
+        elif item.least:
+            w.emit(depth, f"if j == end and not eos and j - {var} < {item.least}:")
+            undecided(None, None)
+        if item.least:
+            w.emit(depth, f"if j - {var} < {item.least}:")
+            w.emit(depth + 1, "break")
+        if consuming and item.name is not None:
+            w.emit(depth, "if captures is not None:")
+            w.emit(depth + 1, f"captures[{item.name!r}] = buf[{var}:j]")
+        w.emit(depth, f"{var} = j")
+    elif kind is _Choice:
+        keyword = "if"
+        for literal in item.literals:
+            w.emit(depth, f"{keyword} buf.startswith({w.const(literal)}, {var}):")
+            w.emit(depth + 1, f"{var} += {len(literal)}")
+            keyword = "elif"
+        lits = w.const(item.literals)
+        w.emit(depth, f"elif not eos and end - {var} < {item.longest} and cut_off({lits}, buf, {var}):")
+        undecided(lits, "None")
+        w.emit(depth, "else:")
+        w.emit(depth + 1, "break")
+    else:  # _Not
+        lits = w.const(item.literals)
+        w.emit(depth, f"if buf.startswith({lits}, {var}):")
+        w.emit(depth + 1, "break")
+        w.emit(depth, f"if not eos and end - {var} < {item.longest} and cut_off({lits}, buf, {var}):")
+        if consuming:  # `_walk` gives UNDECIDED with no pause here
+            if named:
+                w.emit(depth + 1, "if captures:")
+                w.emit(depth + 2, "captures.clear()")
+            w.emit(depth + 1, "return UNDECIDED, None")
+        else:
+            w.emit(depth + 1, "pending = True")
+            w.emit(depth + 1, "break")

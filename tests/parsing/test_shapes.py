@@ -216,3 +216,79 @@ def test_a_pause_inside_a_run_that_gives_characters_back_walks_the_branch_again(
         status, end = shape.decide(text, 0, False, captures, pause)
         final = compiled.match(text, 0)
         assert (status, end, captures) == ((MATCH, final.end(), final.groupdict()) if final else (FAIL, -1, {}))
+
+
+def test_compiled_shapes_answer_as_the_walk():
+    """`Shape.decide` runs the shape written out as Python (`parsing.shapes._compiled_decide`): on random shapes and
+    texts, at the end of the stream and while streaming, it gives `Shape.walk`'s answer: status, end or pause (the
+    same tuple), captures."""
+    rng = random.Random(1415)
+    compared = compiled_shapes = 0
+    while compared < 4000:
+        source = _pattern(rng)
+        shape = shape_of(source, FLAGS)
+        if shape is None:
+            continue
+        if shape.compiled is None:
+            continue
+        compiled_shapes += 1
+        for _ in range(4):
+            text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
+            planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
+                              for piece in regex.findall(r"(?:\\.|[^\\|()?=*+\[\]])+", source)[:rng.randint(1, 3)])
+            cut = rng.randint(0, len(text))
+            text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
+            at = cut if rng.random() < 0.7 else rng.randint(0, len(text))
+            for eos in (False, True):
+                for captures in (None, {}):
+                    by_walk = None if captures is None else {}
+                    compiled = shape.decide(text, at, eos, captures)
+                    assert compiled == shape.walk(text, at, eos, by_walk), (source, text, at)
+                    assert captures == by_walk, (source, text, at, eos)
+                    compared += 1
+    assert compiled_shapes > 200
+
+
+def test_library_shapes_are_compiled():
+    """Every library delimiter decided by string operations runs as a compiled shape but those whose runs give
+    characters back (kimi-k2's ``functions_NAME_0``) or whose named groups hold several items."""
+    from examples import list_families, load_family
+    from parsing import load_template
+
+    walked = []
+    for name in list_families():
+        template = load_template(load_family(name).template)
+        for field in template.fields.values():
+            for delim in (field.open, field.close):
+                shapes = [] if delim is None else [delim.shape] if delim.shape is not None else list(
+                    delim.split_shapes or ())
+                walked += [(name, delim.source) for shape in shapes if shape.compiled is None]
+    assert all(name == "kimi_k2" for name, _ in walked), walked
+
+
+def test_runs_read_their_class_as_the_regex_module_does():
+    """A run's matcher is the standard library's ``re`` where the class reads the same there
+    (`parsing.shapes._run_matcher`): ``\\s`` written out as `REGEX_WHITESPACE` is ``regex``'s ``\\s`` over every code
+    point (the standard library's also takes \\x1c-\\x1f), and bracket sets of characters, ranges and ``\\s`` give the
+    same runs as ``regex`` on text of every kind of character; ``\\w`` and ``\\d`` stay with ``regex``."""
+    import re
+    import sys
+
+    from parsing.shapes import REGEX_WHITESPACE, _run_matcher
+
+    every = "".join(map(chr, range(sys.maxunicode + 1))).replace("\ud800", "")  # one string, one findall each
+    ours = "".join(re.findall(f"[{REGEX_WHITESPACE}]", every))
+    assert ours == "".join(regex.findall(r"\s", every, flags=FLAGS))
+    sample = "".join(chr(c) for c in [*range(0, 0x250), 0x85, 0xA0, 0x1680, *range(0x2000, 0x2030), 0x205F, 0x3000,
+                                      0x1C, 0x1D, 0x1E, 0x1F, 0xFEFF, 0x10000, 0x1F600])
+    rng = random.Random(1416)
+    classes = [r"\s", r"[^\s<]", r"[^>\n]", r"[^<]", r"[^:<\s]", r"[^\[\]{}\s]", r"[\w.-]", r"\d", r"\w", r"[a-z_]",
+               r"[^\s\-\]]", r"[ \t]"]
+    for cls in classes:
+        matcher = _run_matcher(cls, FLAGS)
+        assert (type(matcher) is re.Pattern) == ("\\w" not in cls and "\\d" not in cls), cls
+        reference = regex.compile(f"(?:{cls})*", FLAGS)
+        for _ in range(200):
+            text = "".join(rng.choice(sample) for _ in range(rng.randint(0, 12)))
+            at = rng.randint(0, len(text))
+            assert matcher.match(text, at).end() == reference.match(text, at).end(), (cls, text, at)
