@@ -133,14 +133,25 @@ class Shape:
     head_width: int = 0
     # `walk` written out as Python for this shape (`_compiled_decide`), or None: what `decide` runs without a pause.
     compiled: object = field(default=None, compare=False, repr=False)
+    # (branch, item) -> `walk` resumed there, written out (`_compiled_decide`), made when first needed.
+    resumes: dict = field(default_factory=dict, compare=False, repr=False)
 
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None,
                pause: tuple | None = None) -> tuple:
-        """`walk`, by the shape's compiled function when it has one and no pause is given."""
+        """`walk`, by the shape's compiled functions when it has them."""
         compiled = self.compiled
-        if compiled is not None and pause is None:
+        if compiled is None:
+            return self.walk(buf, at, eos, captures, pause)
+        if pause is None:
             return compiled(buf, at, eos, captures)
-        return self.walk(buf, at, eos, captures, pause)
+        item, pos, caps = pause[1], pause[2], pause[3]
+        if item < 0 or captures is not None and caps is None and self.named:
+            item, pos, caps = 0, 0, None  # walk that branch again from its start
+        key = (pause[0], item)
+        resume = self.resumes.get(key)
+        if resume is None:
+            resume = self.resumes[key] = _compiled_decide(self, *key, True)
+        return resume(buf, at, eos, captures, pos, caps)
 
     def walk(self, buf: str, at: int, eos: bool, captures: dict | None = None,
              pause: tuple | None = None) -> tuple:
@@ -867,30 +878,43 @@ class _Writer:
 _CAPS = "(dict(captures) if captures else (None if captures is None else NOCAP))"
 
 
-def _compiled_decide(shape: "Shape"):
+def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bool = False):
     """A function ``(buf, at, eos, captures)`` giving `Shape.walk`'s answer with no pause given, or None when the
-    shape uses an item it does not write out (group marks, a run that gives characters back)."""
+    shape uses an item it does not write out (group marks, a run that gives characters back). ``resuming``:
+    ``(buf, at, eos, captures, pos, caps)``, the answer of `Shape.walk` given a pause of branch ``first``
+    at its item ``item``, starting ``pos`` characters from ``at`` with the captures ``caps`` made before it."""
     for items, ahead in shape.branches:
         for sequence in ((items,) if items else ()) + tuple(ahead or ()):
-            for item in sequence:
-                if type(item) is _Mark or type(item) is _Run and item.back is not None:
+            for part in sequence:
+                if type(part) is _Mark or type(part) is _Run and part.back is not None:
                     return None
     w = _Writer()
     w.names.update(NOCAP=_NO_CAPTURES, cut_off=cut_off, MATCH=MATCH, FAIL=FAIL, UNDECIDED=UNDECIDED)
     named = shape.named
-    w.emit(0, "def decide(buf, at, eos, captures=None):")
-    w.emit(1, "end = len(buf)")
-    if shape.heads is not None:
+    if resuming:
+        w.emit(0, "def decide(buf, at, eos, captures, pos, caps):")
+        w.emit(1, "end = len(buf)")
+        if named:
+            w.emit(1, "if captures is not None and caps:")
+            w.emit(2, "captures.update(caps)")
+    else:
+        w.emit(0, "def decide(buf, at, eos, captures=None):")
+        w.emit(1, "end = len(buf)")
+    if shape.heads is not None and not resuming:
         w.emit(1, f"if not buf.startswith({w.const(shape.heads)}, at) and (eos or end - at >= {shape.head_width}):")
         w.emit(2, "return FAIL, -1")
     for index, (items, ahead) in enumerate(shape.branches):
+        if index < first:
+            continue
         w.emit(1, "for _ in (0,):  # branch %d: break = it fails" % index)
-        if named and index:
+        if named and index > first:
             w.emit(2, "if captures:")
             w.emit(3, "captures.clear()")
-        w.emit(2, "i = at")
-        for k, item in enumerate(items):
-            _write_item(w, item, 2, True, index, k, named)
+        w.emit(2, "i = at + pos" if resuming and index == first else "i = at")
+        for k, part in enumerate(items):
+            if index == first and k < item:
+                continue
+            _write_item(w, part, 2, True, index, k, named)
         if ahead is not None:
             w.emit(2, "pending = False")
             w.emit(2, "ok = False")
@@ -898,8 +922,8 @@ def _compiled_decide(shape: "Shape"):
                 w.emit(2, "if not ok:")
                 w.emit(3, "for _ in (0,):  # a lookahead sequence: break = it fails or waits")
                 w.emit(4, "j0 = i")
-                for item in sequence:
-                    _write_item(w, item, 4, False, index, -1, named, var="j0")
+                for part in sequence:
+                    _write_item(w, part, 4, False, index, -1, named, var="j0")
                 w.emit(4, "ok = True")
             w.emit(2, "if not ok:")
             w.emit(3, "if pending:")

@@ -188,6 +188,9 @@ def test_decisions_agree_with_the_regex_engine():
                         from_pause, from_start = {}, {}
                         status_r, end_r = shape.decide(text + more, at, eos, from_pause, end)
                         status_d, end_d = shape.decide(text + more, at, eos, from_start)
+                        by_walk = {}
+                        assert shape.walk(text + more, at, eos, by_walk, end) == (status_r, end_r), (source, text, more)
+                        assert by_walk == from_pause, (source, text, more, eos)
                         assert status_r == status_d, (source, text, more, eos)
                         if status_r != UNDECIDED:
                             assert (end_r, from_pause) == (end_d, from_start), (source, text, more, eos)
