@@ -886,10 +886,11 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
     for items, ahead in shape.branches:
         for sequence in ((items,) if items else ()) + tuple(ahead or ()):
             for part in sequence:
-                if type(part) is _Mark or type(part) is _Run and part.back is not None:
+                if type(part) is _Mark:
                     return None
     w = _Writer()
-    w.names.update(NOCAP=_NO_CAPTURES, cut_off=cut_off, MATCH=MATCH, FAIL=FAIL, UNDECIDED=UNDECIDED)
+    w.names.update(NOCAP=_NO_CAPTURES, cut_off=cut_off, give_back=_give_back, MATCH=MATCH, FAIL=FAIL,
+                   UNDECIDED=UNDECIDED)
     named = shape.named
     if resuming:
         w.emit(0, "def decide(buf, at, eos, captures, pos, caps):")
@@ -915,6 +916,8 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
             if index == first and k < item:
                 continue
             _write_item(w, part, 2, True, index, k, named)
+            if type(part) is _Run and part.back is not None:
+                break  # the items after it are walked by `_give_back`
         if ahead is not None:
             w.emit(2, "pending = False")
             w.emit(2, "ok = False")
@@ -982,6 +985,19 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
         if item.least:
             w.emit(depth, f"if j - {var} < {item.least}:")
             w.emit(depth + 1, "break")
+        if item.back is not None:  # `_walk`: the rest of the sequence as the engine gives characters back
+            w.emit(depth, f"status, found = give_back({w.const(item)}, buf, {var}, j, eos, True, captures, None)")
+            w.emit(depth, "if status == FAIL:")
+            w.emit(depth + 1, "break")
+            w.emit(depth, "if status == UNDECIDED:")
+            w.emit(depth + 1, "if found is not None:  # inside the items after the run: not resumable")
+            w.emit(depth + 2, f"found = ({index}, -1, found[2] - at, *found[3:])")
+            if named:
+                w.emit(depth + 1, "if captures:")
+                w.emit(depth + 2, "captures.clear()")
+            w.emit(depth + 1, "return UNDECIDED, found")
+            w.emit(depth, f"{var} = found")
+            return
         if consuming and item.name is not None:
             w.emit(depth, "if captures is not None:")
             w.emit(depth + 1, f"captures[{item.name!r}] = buf[{var}:j]")

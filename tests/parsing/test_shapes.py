@@ -253,8 +253,8 @@ def test_compiled_shapes_answer_as_the_walk():
 
 
 def test_library_shapes_are_compiled():
-    """Every library delimiter decided by string operations runs as a compiled shape but those whose runs give
-    characters back (kimi-k2's ``functions_NAME_0``) or whose named groups hold several items."""
+    """Every library delimiter decided by string operations runs as a compiled shape, but those whose named groups
+    hold several items (kimi-k2's call id)."""
     from examples import list_families, load_family
     from parsing import load_template
 
