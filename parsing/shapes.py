@@ -240,7 +240,8 @@ class Shape:
                 if captures is not None and pause[3]:
                     captures.update(pause[3])
             if start < len(items):
-                status, end = _walk(items, buf, end, eos, True, captures, dict(pause[4]) if start and pause[4] else None,
+                marks = {name: at + offset for name, offset in pause[4].items()} if start and pause[4] else None
+                status, end = _walk(items, buf, end, eos, True, captures, marks,
                                     start, at, index)
                 if status != MATCH:
                     if captures:
@@ -292,7 +293,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 if not consuming:
                     return UNDECIDED, None
                 return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
-                    None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, (item,), None)
+                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), (item,), None)
             else:
                 return FAIL, -1
         elif kind is _Run:
@@ -301,7 +302,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 if not consuming:
                     return UNDECIDED, None
                 return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
-                    None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, None, item)
+                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), None, item)
             if j - i < item.least:
                 return FAIL, -1
             if item.back is not None:
@@ -330,7 +331,7 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                     if not consuming:
                         return UNDECIDED, None
                     return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
-                        None if captures is None else _NO_CAPTURES), dict(marks) if marks else None, item.literals,
+                        None if captures is None else _NO_CAPTURES), _relative(marks, origin), item.literals,
                                        None)
                 return FAIL, -1
         else:
@@ -339,6 +340,12 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
                 return UNDECIDED, None
     return MATCH, i
+
+
+def _relative(marks: dict | None, origin: int) -> dict | None:
+    """A pause's copy of the open group marks, as offsets from the shape's start (the buffer may lose its consumed
+    text before the walk resumes)."""
+    return {name: index - origin for name, index in marks.items()} if marks else None
 
 
 def _give_back(run: _Run, buf: str, i: int, j: int, eos: bool, consuming: bool, captures: dict | None,

@@ -191,6 +191,13 @@ def test_decisions_agree_with_the_regex_engine():
                         by_walk = {}
                         assert shape.walk(text + more, at, eos, by_walk, end) == (status_r, end_r), (source, text, more)
                         assert by_walk == from_pause, (source, text, more, eos)
+                        if not source.startswith("^") and "|^" not in source:
+                            # The buffer may lose (or gain) text before ``at`` between two feeds: a pause holds
+                            # offsets from the shape's start (group marks too), not buffer indexes.
+                            shifted, from_start = {}, {}
+                            assert (shape.decide("zz" + text + more, at + 2, eos, shifted, end)
+                                    == shape.decide("zz" + text + more, at + 2, eos, from_start)), (source, text, more)
+                            assert shifted == from_start, (source, text, more, eos)
                         assert status_r == status_d, (source, text, more, eos)
                         if status_r != UNDECIDED:
                             assert (end_r, from_pause) == (end_d, from_start), (source, text, more, eos)
@@ -295,3 +302,30 @@ def test_runs_read_their_class_as_the_regex_module_does():
             text = "".join(rng.choice(sample) for _ in range(rng.randint(0, 12)))
             at = rng.randint(0, len(text))
             assert matcher.match(text, at).end() == reference.match(text, at).end(), (cls, text, at)
+
+
+@pytest.mark.parametrize("text", ["xx<|b|> functions.get_w:0 <|a|>{", "xx<|b|>functions_get_w_12<|a|>", "xx<|b|> f:1 <|c"])
+def test_a_pause_inside_a_named_group_resumes_after_the_buffer_moves(text):
+    """kimi-k2's call id: a named group holding several items (group marks). Streamed character by character, every
+    pause resumes to the answer deciding from the start gives, captures included, also once the buffer has lost or
+    gained text before the shape (positions in a pause are offsets from the shape's start)."""
+    source = (r"<\|b\|>\s*(?P<id>(?:functions\.)?(?P<name>[^:<\s]+):\d+|functions_(?P<name>[^<\s]+)_\d+)\s*"
+              r"<\|a\|>")
+    shape = shape_of(source, FLAGS)
+    assert shape is not None and shape.order is not None
+    compiled = regex.compile(source, regex.DOTALL)
+    resumed = 0
+    for cut in range(3, len(text)):
+        status, pause = shape.decide(text[:cut], 2, False, {})
+        if status != UNDECIDED or pause is None:
+            continue
+        for stop in range(cut + 1, len(text) + 1):
+            for buf, at in ((text[:stop], 2), (text[1:stop], 1), ("zzz" + text[:stop], 5)):  # same, lost, gained
+                from_pause, from_start = {}, {}
+                answer = shape.decide(buf, at, False, from_pause, pause)
+                assert answer == shape.decide(buf, at, False, from_start), (cut, stop, buf)
+                assert from_pause == from_start, (cut, stop, buf)
+                if answer[0] == MATCH:
+                    assert from_start == {k: v for k, v in compiled.match(buf, at).groupdict().items() if v is not None}
+                resumed += 1
+    assert resumed > 20
