@@ -469,7 +469,7 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
     ``buf``)."""
     memo = getattr(clock, "lookbehinds", None)
     selected = 0
-    for i, (behind, rest, window_safe, rest_shape) in enumerate(delim.split[0]):
+    for i, (behind, rest, window_safe, rest_shape, quick) in enumerate(delim.split[0]):
         key = (id(delim), i, at + base)
         holds = memo.get(key) if memo is not None else None
         if holds is None:
@@ -478,15 +478,31 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
                 continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
             holds = False
             if window_safe and window is not None and 0 <= window <= at:
-                holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None
+                holds = (_balanced_holds(quick, buf, window, at) if quick is not None
+                         else clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None)
             if not holds:
                 text = before + buf if before else buf
-                holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
+                holds = (_balanced_holds(quick, text, 0, at + len(before)) if quick is not None
+                         else clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None)
             if memo is not None:
                 memo[key] = holds
         if holds:
             selected |= 1 << i
     return selected
+
+
+def _balanced_holds(quick: tuple, text: str, lo: int, at: int) -> bool:
+    """Whether a balanced-quote lookbehind (`parsing.template.balanced_quotes`: ``(literal, tail)``) holds at ``at``
+    in ``text[lo:]`` (as the lookbehind's regex run on that text): the literal ends at some k and ``tail`` matches
+    all of ``text[k:at]``."""
+    literal, tail = quick
+    width = len(literal)
+    start = text.find(literal, lo, at)
+    while start != -1:
+        if tail.fullmatch(text, start + width, at) is not None:
+            return True
+        start = text.find(literal, start + 1, at)
+    return False
 
 
 def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,

@@ -31,6 +31,7 @@ from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
 from .shapes import Shape, shape_of
+from .shapes import _literal as shapes_literal
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
 # Limits that keep a hostile or runaway template from tying up the parser.
@@ -103,10 +104,11 @@ class Delimiter:
             because alternatives begin with lookbehinds ``(?<=LB)`` (at most 3
             different ones; `parsing.prefilter.split_leading_lookbehinds`):
             ``(guards, variants)``. ``guards``: per lookbehind, ``(lookbehind,
-            rest, window_safe, rest_shape)``: ``rest`` the alternatives it guards,
-            without it (compiled, and as a `parsing.shapes.Shape` or None), and
+            rest, window_safe, rest_shape, quick)``: ``rest`` the alternatives it guards,
+            without it (compiled, and as a `parsing.shapes.Shape` or None),
             whether a match of the lookbehind in a suffix of the stream is one in
-            the whole stream. ``variants``: the pattern compiled
+            the whole stream, and for a balanced-quote lookbehind its reading
+            without ``regex`` (`balanced_quotes`), else None. ``variants``: the pattern compiled
             for each combination of the lookbehinds' truths (index: bit i set when
             lookbehind i holds). At a position the pattern matches as the variant
             its lookbehinds select there. The scanner evaluates each lookbehind at
@@ -367,6 +369,47 @@ def _sre_tree(source: str):
             return None
 
 
+# A lookbehind body ``LITERAL(?:[^SET]|"(?:[^"\\]|\\.)*")*``: after the literal, only characters outside SET and
+# whole JSON-style strings (the library's tool-call closes: "every string since the open is closed").
+_BALANCED = _stdlib_re.compile(r'(?P<literal>(?:\\.|[^\\()\[\]|*+?{}.^$])+)\(\?:\[\^(?P<set>(?:\\.|[^\]\\])+)\]'
+                       + _stdlib_re.escape(r'|"(?:[^"\\]|\\.)*")*'))
+
+
+def balanced_quotes(behind: str) -> tuple[str, object] | None:
+    """For a lookbehind body of the balanced-quote form (`_BALANCED`) whose SET (plain characters) holds ``"`` and
+    ``\\``: ``(literal, tail)``, ``tail`` the standard library's compiled ``(?:[^SET]|"(?:[^"\\]|\\.)*")*``. The
+    lookbehind holds at p exactly when the literal ends at some k <= p and ``tail.fullmatch(text, k, p)`` (the
+    ``regex`` module tries every such k; ``re`` reads the same characters the same way: the SET and the escapes are
+    plain characters, ``.`` takes any with DOTALL). Its alternatives start with different characters, so a
+    fullmatch runs in time linear in ``p - k``. None for any other body."""
+    found = _BALANCED.fullmatch(behind)
+    if found is None:
+        return None
+    try:
+        literal = shapes_literal(found.group("literal"))
+    except Exception:
+        return None
+    members, text, i = set(), found.group("set"), 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            escaped = text[i + 1]
+            if escaped in "ntr":
+                escaped = {"n": "\n", "t": "\t", "r": "\r"}[escaped]
+            elif escaped.isalnum():
+                return None  # a class escape (\s, \w) or another letter escape: not a plain character
+            char, i = escaped, i + 2
+        elif char in "-^[":
+            return None  # a range, a nested set: not read here
+        else:
+            i += 1
+        members.add(char)
+    if not literal or '"' not in members or "\\" not in members:
+        return None
+    written = "".join("\\" + m if m in "\\]-^[" else m for m in sorted(members))
+    return literal, _stdlib_re.compile(f'(?:[^{written}]|"(?:[^"\\\\]|\\\\.)*")*', _stdlib_re.DOTALL)
+
+
 def _window_safe(behind: str) -> bool:
     """Whether a lookbehind body that matches in a suffix of the text also matches in the whole text: nothing in
     it can tell the start of the suffix from the start of the stream (no ``^``/``\\A``, no ``\\b``/``\\B``, no
@@ -596,7 +639,8 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
             try:
                 rests = ["|".join(alt for index, alt in alternatives if index == i) for i in range(len(behinds))]
                 guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL), regex.compile(rest, regex.DOTALL),
-                                _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags))
+                                _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags),
+                                balanced_quotes(behind))
                                for behind, rest in zip(behinds, rests))
                 variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
                 split = (guards, variants)

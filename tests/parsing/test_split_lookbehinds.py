@@ -94,3 +94,41 @@ def test_too_many_lookbehinds_are_not_split():
     assert split_leading_lookbehinds(source) is None
     assert split_leading_lookbehinds("(?<=x0)<a>|(?<=x1)<b>|(?<=x0)<c>|<d>") == (
         ("x0", "x1"), ((0, "<a>"), (1, "<b>"), (0, "<c>"), (-1, "<d>")))
+
+
+@pytest.mark.parametrize("behind, read", [
+    (r'<a>(?:[^"\\<]|"(?:[^"\\]|\\.)*")*', True),
+    (r'<\|tool_call_argument_begin\|>(?:[^"\\<]|"(?:[^"\\]|\\.)*")*', True),  # kimi-k2's
+    (r'<a>(?:[^"\\]|"(?:[^"\\]|\\.)*")*', True),
+    (r'<a>(?:[^"\\<\n]|"(?:[^"\\]|\\.)*")*', True),
+    (r'^\s*(?:[^"\\<]|"(?:[^"\\]|\\.)*")*', False),  # anchored: the regex reads it
+    (r'<a>(?:[^"<]|"(?:[^"\\]|\\.)*")*', False),  # a backslash outside strings is a plain character here
+    (r'<a>(?:[^\s"\\]|"(?:[^"\\]|\\.)*")*', False),  # a class escape in the set
+    (r'<a>[^"]*(?:"(?:[^"\\]|\\.)*"[^"]*)*', False),
+])
+def test_balanced_quote_lookbehinds_are_read_without_regex_as_regex_reads_them(behind, read):
+    """The library's tool-call closes guard their literal with a lookbehind that re-reads the region back to its open
+    (`parsing.template.balanced_quotes`): read without ``regex`` (``str.find`` of the literal, then one standard
+    library fullmatch per occurrence), it holds at exactly the places ``regex`` finds the lookbehind holding, from
+    any start of the text (the region's window or the stream's start), on random texts of quotes, escapes, ``<``,
+    newlines and the literal."""
+    from parsing.scanner import _balanced_holds
+    from parsing.template import balanced_quotes
+
+    quick = balanced_quotes(behind)
+    assert (quick is not None) is read
+    if quick is None:
+        return
+    literal = quick[0]
+    engine = regex.compile(f"(?<={behind})", regex.DOTALL)
+    rng = random.Random(1417)
+    pieces = ['"', "\\", "\\\\", '\\"', literal, literal[:3], "<", "x", " ", "\n", "{", "}", ":", "é"]
+    held = 0
+    for _ in range(400):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        lo = rng.randint(0, len(text))
+        for at in range(lo, len(text) + 1):
+            expected = engine.match(text[lo:], at - lo) is not None
+            assert _balanced_holds(quick, text, lo, at) is expected, (behind, text, lo, at)
+            held += expected
+    assert held > 50
