@@ -80,7 +80,7 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided")
+    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided", "quotes")
 
     def __init__(self) -> None:
         super().__init__()
@@ -106,6 +106,10 @@ class ScanState(SearchClock):
         # when the deferred shape turned out decided (MATCH or FAIL), for `shape_step` to take instead of deciding
         # the same shape on the same text again.
         self.decided: tuple | None = None
+        # (delimiter id, lookbehind index) -> [stream offset of the window, stream offset read up to, states] of a
+        # balanced-quote lookbehind (`_balanced_holds`): where the text since the window has been read to, and the
+        # states its readings from each end of the literal are in there.
+        self.quotes: dict = {}
 
     def reset(self) -> None:
         if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
@@ -116,6 +120,8 @@ class ScanState(SearchClock):
             self.lookbehinds.clear()
         if self.dead_at_start:
             self.dead_at_start.clear()
+        if self.quotes:
+            self.quotes.clear()
         self.deferred = None
         self.decided = None
 
@@ -478,12 +484,12 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
                 continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
             holds = False
             if window_safe and window is not None and 0 <= window <= at:
-                holds = (_balanced_holds(quick, buf, window, at) if quick is not None
+                holds = (_balanced_holds(quick, buf, window, at, base, clock.quotes, (id(delim), i))
+                         if quick is not None and memo is not None  # a `ScanState`: read on from the last time
                          else clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None)
             if not holds:
                 text = before + buf if before else buf
-                holds = (_balanced_holds(quick, text, 0, at + len(before)) if quick is not None
-                         else clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None)
+                holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
             if memo is not None:
                 memo[key] = holds
         if holds:
@@ -491,18 +497,67 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
     return selected
 
 
-def _balanced_holds(quick: tuple, text: str, lo: int, at: int) -> bool:
-    """Whether a balanced-quote lookbehind (`parsing.template.balanced_quotes`: ``(literal, tail)``) holds at ``at``
-    in ``text[lo:]`` (as the lookbehind's regex run on that text): the literal ends at some k and ``tail`` matches
-    all of ``text[k:at]``."""
-    literal, tail = quick
+def _balanced_holds(quick: tuple, buf: str, lo: int, at: int, base: int, memo: dict, key: object) -> bool:
+    """Whether a balanced-quote lookbehind (`parsing.template.balanced_quotes`) holds at ``at`` in ``buf[lo:]`` (as
+    the lookbehind's regex run on that text): the literal ends at some k and the text from k to ``at`` is characters
+    outside the set and whole strings. Read as a small automaton (outside a string, inside one, after a backslash
+    inside one) run from every end of the literal at once, in jumps over the characters that change nothing; the
+    reading of ``buf[lo:]`` goes on from where the last one (``memo[key]``, a `ScanState`'s ``quotes``) stopped at or
+    before ``at`` (stream offsets: ``base`` is that of ``buf[0]``), so the candidates of one region cost time linear
+    in its length."""
+    literal, _, outside, inside = quick
+    entry = memo.get(key)
+    if entry is not None and entry[0] == lo + base and entry[1] <= at + base:
+        start, states = entry[1] - base, entry[2]
+    else:
+        start, states = lo, 0
     width = len(literal)
-    start = text.find(literal, lo, at)
-    while start != -1:
-        if tail.fullmatch(text, start + width, at) is not None:
-            return True
-        start = text.find(literal, start + 1, at)
-    return False
+    found = buf.find(literal, max(lo, start - width + 1), at)
+    while found != -1:
+        end = found + width
+        states = _quote_states(states, buf, start, end, outside, inside) | _OUT
+        start = end
+        found = buf.find(literal, found + 1, at)
+    states = _quote_states(states, buf, start, at, outside, inside)
+    memo[key] = [lo + base, at + base, states]
+    return bool(states & _OUT)
+
+
+# The states of `_balanced_holds`'s automaton, as bits: outside a string, inside one, right after a backslash in one.
+_OUT, _IN, _ESC = 1, 2, 4
+
+
+def _quote_states(states: int, text: str, start: int, stop: int, outside, inside) -> int:
+    """The states the readings in ``states`` at ``start`` are in at ``stop`` (a reading outside a string dies at a
+    character of the set other than the quote). ``outside``/``inside``: compiled runs of the characters that leave a
+    reading outside/inside a string as it is."""
+    if not states or start == stop:
+        return states
+    result = 0
+    for state in (_OUT, _IN, _ESC):
+        if not states & state:
+            continue
+        i = start
+        while True:
+            if state == _OUT:
+                i = outside.match(text, i, stop).end()
+                if i == stop:
+                    break
+                if text[i] != '"':
+                    state = 0  # a character of the set outside a string: this reading dies
+                    break
+                state, i = _IN, i + 1
+            elif state == _IN:
+                i = inside.match(text, i, stop).end()
+                if i == stop:
+                    break
+                state, i = (_OUT, i + 1) if text[i] == '"' else (_ESC, i + 1)
+            else:
+                state, i = _IN, i + 1
+            if i == stop:
+                break
+        result |= state
+    return result
 
 
 def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,

@@ -375,9 +375,11 @@ _BALANCED = _stdlib_re.compile(r'(?P<literal>(?:\\.|[^\\()\[\]|*+?{}.^$])+)\(\?:
                        + _stdlib_re.escape(r'|"(?:[^"\\]|\\.)*")*'))
 
 
-def balanced_quotes(behind: str) -> tuple[str, object] | None:
+def balanced_quotes(behind: str) -> tuple | None:
     """For a lookbehind body of the balanced-quote form (`_BALANCED`) whose SET (plain characters) holds ``"`` and
-    ``\\``: ``(literal, tail)``, ``tail`` the standard library's compiled ``(?:[^SET]|"(?:[^"\\]|\\.)*")*``. The
+    ``\\``: ``(literal, tail, outside, inside)``, ``tail`` the standard library's compiled
+    ``(?:[^SET]|"(?:[^"\\]|\\.)*")*``, ``outside`` and ``inside`` the runs ``[^SET]*`` and ``[^"\\]*`` that
+    `parsing.scanner._balanced_holds` reads it with. The
     lookbehind holds at p exactly when the literal ends at some k <= p and ``tail.fullmatch(text, k, p)`` (the
     ``regex`` module tries every such k; ``re`` reads the same characters the same way: the SET and the escapes are
     plain characters, ``.`` takes any with DOTALL). Its alternatives start with different characters, so a
@@ -407,7 +409,8 @@ def balanced_quotes(behind: str) -> tuple[str, object] | None:
     if not literal or '"' not in members or "\\" not in members:
         return None
     written = "".join("\\" + m if m in "\\]-^[" else m for m in sorted(members))
-    return literal, _stdlib_re.compile(f'(?:[^{written}]|"(?:[^"\\\\]|\\\\.)*")*', _stdlib_re.DOTALL)
+    return (literal, _stdlib_re.compile(f'(?:[^{written}]|"(?:[^"\\\\]|\\\\.)*")*', _stdlib_re.DOTALL),
+            _stdlib_re.compile(f"[^{written}]*"), _stdlib_re.compile(r'[^"\\]*'))
 
 
 def _window_safe(behind: str) -> bool:

@@ -177,3 +177,42 @@ def test_a_held_shape_is_decided_once_per_feed_and_resumed_where_it_stopped(monk
                                                      tools=transcript.tools or None))
         monkeypatch.setattr(Shape, "decide", recording)
     assert walked[1] > 0, walked
+
+
+@pytest.mark.parametrize("family_name", ["qwen3", "hermes", "hunyuan_a13b"])
+def test_a_balanced_quote_lookbehind_reads_a_long_argument_once(monkeypatch, family_name):
+    """A 25 KB argument that mentions the tool-call close 500 times inside its JSON string: each mention is a
+    candidate whose balanced-quote lookbehind (`parsing.scanner._balanced_holds`) must be decided, and reading the
+    argument from the region's open at every candidate was quadratic (5 s for 100 KB). The reading goes on from
+    the last candidate: the characters it reads stay linear in the stream (counted, not timed), and the message is
+    the one-shot one."""
+    import json
+
+    from parsing import parse_response, scanner
+
+    family = load_family(family_name)
+    template = load_template(family.template)
+    prefix = family.transcripts[0].prefix
+    close = {"qwen3": "</tool_call>", "hermes": "</tool_call>", "hunyuan_a13b": "</tool_calls>"}[family_name]
+    code = f"x = 10  # the tag {close} ends one tool call\n" * 500
+    call = json.dumps({"name": "run", "arguments": {"code": code}})
+    if family_name == "hunyuan_a13b":
+        output = f"<tool_calls>[{call}]{close}"
+    else:
+        output = f"<tool_call>\n{call}\n{close}"
+    read = [0]
+    states = scanner._quote_states
+
+    def counting(state, text, start, stop, outside, inside):
+        read[0] += stop - start
+        return states(state, text, start, stop, outside, inside)
+
+    monkeypatch.setattr(scanner, "_quote_states", counting)
+    parser = ResponseParser(template, prefix=prefix)
+    for chunk in fixed_chunks(output, 4):
+        parser.feed(chunk)
+    message = parser.finalize()[0]
+    monkeypatch.setattr(scanner, "_quote_states", states)
+    assert message == parse_response(output, template, prefix=prefix)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"code": code}
+    assert 0 < read[0] < 3 * len(output), f"read {read[0]:,} characters for a {len(output):,}-character stream"
