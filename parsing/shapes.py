@@ -375,7 +375,12 @@ def _give_back(run: _Run, buf: str, i: int, j: int, eos: bool, consuming: bool, 
 def cut_off(literals: tuple[str, ...], buf: str, at: int) -> bool:
     """Whether ``buf[at:]`` is a proper prefix of one of ``literals`` (the buffer ends inside it)."""
     rest = len(buf) - at
-    return any(len(lit) > rest and buf.startswith(lit[:rest], at) for lit in literals)
+    if rest < 0:
+        return False
+    for literal in literals:  # a loop, not any() over a generator: this runs on most held feeds
+        if len(literal) > rest and literal.startswith(buf[at:]):
+            return True
+    return False
 
 
 def shape_of(source: str, flags: int) -> Shape | None:

@@ -329,3 +329,18 @@ def test_a_pause_inside_a_named_group_resumes_after_the_buffer_moves(text):
                     assert from_start == {k: v for k, v in compiled.match(buf, at).groupdict().items() if v is not None}
                 resumed += 1
     assert resumed > 20
+
+
+def test_cut_off_is_a_proper_prefix_at_the_edge():
+    """`parsing.shapes.cut_off`: whether the buffer ends inside one of the literals, from ``at`` (also at or past
+    the buffer's end), against its definition on random literals and buffers."""
+    from parsing.shapes import cut_off
+
+    rng = random.Random(1418)
+    for _ in range(20000):
+        literals = tuple("".join(rng.choice("ab<") for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(0, 3)))
+        buf = "".join(rng.choice("ab<") for _ in range(rng.randint(0, 6)))
+        at = rng.randint(0, len(buf) + 2)
+        tail = buf[at:] if at <= len(buf) else None
+        expected = tail is not None and any(len(lit) > len(tail) and lit.startswith(tail) for lit in literals)
+        assert cut_off(literals, buf, at) is expected, (literals, buf, at)
