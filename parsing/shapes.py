@@ -151,7 +151,7 @@ class Shape:
         resume = self.resumes.get(key)
         if resume is None:
             resume = self.resumes[key] = _compiled_decide(self, *key, True)
-        return resume(buf, at, eos, captures, pos, caps)
+        return resume(buf, at, eos, captures, pos, caps, pause[4])
 
     def walk(self, buf: str, at: int, eos: bool, captures: dict | None = None,
              pause: tuple | None = None) -> tuple:
@@ -891,21 +891,16 @@ _CAPS = "(dict(captures) if captures else (None if captures is None else NOCAP))
 
 
 def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bool = False):
-    """A function ``(buf, at, eos, captures)`` giving `Shape.walk`'s answer with no pause given, or None when the
-    shape uses an item it does not write out (group marks, a run that gives characters back). ``resuming``:
-    ``(buf, at, eos, captures, pos, caps)``, the answer of `Shape.walk` given a pause of branch ``first``
-    at its item ``item``, starting ``pos`` characters from ``at`` with the captures ``caps`` made before it."""
-    for items, ahead in shape.branches:
-        for sequence in ((items,) if items else ()) + tuple(ahead or ()):
-            for part in sequence:
-                if type(part) is _Mark:
-                    return None
+    """A function ``(buf, at, eos, captures)`` giving `Shape.walk`'s answer with no pause given. ``resuming``:
+    ``(buf, at, eos, captures, pos, caps, marks)``, the answer of `Shape.walk` given a pause of branch ``first`` at
+    its item ``item``, starting ``pos`` characters from ``at`` with the captures ``caps`` and group ``marks`` (offsets
+    from ``at``) made before it."""
     w = _Writer()
     w.names.update(NOCAP=_NO_CAPTURES, cut_off=cut_off, give_back=_give_back, MATCH=MATCH, FAIL=FAIL,
                    UNDECIDED=UNDECIDED)
     named = shape.named
     if resuming:
-        w.emit(0, "def decide(buf, at, eos, captures, pos, caps):")
+        w.emit(0, "def decide(buf, at, eos, captures, pos, caps, marks):")
         w.emit(1, "end = len(buf)")
         if named:
             w.emit(1, "if captures is not None and caps:")
@@ -924,10 +919,24 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
             w.emit(2, "if captures:")
             w.emit(3, "captures.clear()")
         w.emit(2, "i = at + pos" if resuming and index == first else "i = at")
+        opened: dict = {}  # group name -> the local holding where it opened
         for k, part in enumerate(items):
+            if type(part) is _Mark and part.opening:
+                opened[part.name] = f"m{len(opened)}"
+                if index == first and k < item:  # opened before the pause: where, from the pause
+                    w.emit(2, f"{opened[part.name]} = at + marks[{part.name!r}]")
             if index == first and k < item:
                 continue
-            _write_item(w, part, 2, True, index, k, named)
+            if type(part) is _Mark:
+                if part.opening:
+                    w.emit(2, f"{opened[part.name]} = i")
+                else:
+                    w.emit(2, "if captures is not None:")
+                    w.emit(3, f"captures[{part.name!r}] = buf[{opened[part.name]}:i]")
+                continue
+            relative = "{" + ", ".join(f"{n!r}: {v} - at" for n, v in opened.items()) + "}" if opened else "None"
+            absolute = "{" + ", ".join(f"{n!r}: {v}" for n, v in opened.items()) + "}" if opened else "None"
+            _write_item(w, part, 2, True, index, k, named, marks=(relative, absolute))
             if type(part) is _Run and part.back is not None:
                 break  # the items after it are walked by `_give_back`
         if ahead is not None:
@@ -948,6 +957,11 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
                 w.emit(5, "captures.clear()")
             w.emit(4, "return UNDECIDED, cause")
             w.emit(3, "break")
+        if shape.order is not None:  # a named group of several items: captures in the pattern's order
+            w.emit(2, "if captures:")
+            w.emit(3, f"ordered = {{name: captures[name] for name in {w.const(shape.order)} if name in captures}}")
+            w.emit(3, "captures.clear()")
+            w.emit(3, "captures.update(ordered)")
         w.emit(2, "return MATCH, i")
     if named:
         w.emit(1, "if captures:")
@@ -959,12 +973,13 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
 
 
 def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: int, named: bool,
-                var: str = "i") -> None:
+                var: str = "i", marks: tuple = ("None", "None")) -> None:
     """Lines walking one item at ``var`` (`_walk`'s rules): on a failure ``break``; in consumed text an undecided
-    item returns its pause; in a lookahead it sets ``pending`` and breaks."""
+    item returns its pause; in a lookahead it sets ``pending`` and breaks. ``marks``: expressions of the group
+    marks opened so far, as a pause keeps them and as `_give_back` takes them."""
     def undecided(literals: str | None, run: str | None) -> None:
         if consuming:
-            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, None, {literals}, {run})")
+            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, {marks[0]}, {literals}, {run})")
             if named:
                 w.emit(depth + 1, "if captures:")
                 w.emit(depth + 2, "captures.clear()")
@@ -998,7 +1013,7 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
             w.emit(depth, f"if j - {var} < {item.least}:")
             w.emit(depth + 1, "break")
         if item.back is not None:  # `_walk`: the rest of the sequence as the engine gives characters back
-            w.emit(depth, f"status, found = give_back({w.const(item)}, buf, {var}, j, eos, True, captures, None)")
+            w.emit(depth, f"status, found = give_back({w.const(item)}, buf, {var}, j, eos, True, captures, {marks[1]})")
             w.emit(depth, "if status == FAIL:")
             w.emit(depth + 1, "break")
             w.emit(depth, "if status == UNDECIDED:")
