@@ -11,7 +11,7 @@ Importing this package needs only ``regex``; tokenizer helpers live in
 """
 
 from .budget import ParseContext
-from .errors import BudgetExceededError, PatternTimeoutError, TemplateError
+from .errors import BudgetExceededError, PatternTimeoutError, TemplateError, ValuesBudgetError
 from .parser import ResponseParser, parse_response
 from .template import (CompiledTemplate, TemplateRecursionError, TemplateTypeError, load_template, loads_template,
                        locate_json_path)
@@ -25,6 +25,7 @@ __all__ = [
     "TemplateError",
     "TemplateRecursionError",
     "TemplateTypeError",
+    "ValuesBudgetError",
     "load_template",
     "loads_template",
     "locate_json_path",

@@ -13,8 +13,30 @@ from dataclasses import dataclass, replace
 from time import perf_counter, thread_time
 from typing import Any
 
-from .errors import BudgetExceededError, PatternTimeoutError
+from .errors import BudgetExceededError, PatternTimeoutError, ValuesBudgetError
 from .regex_cost import unguarded_length
+
+
+class ValuesBudget:
+    """How many values one parse's transforms may still build (`ResponseParser`'s ``max_values``): one per parser,
+    shared by every context of that parse (a count, so not part of the frozen `ParseContext`'s value)."""
+
+    __slots__ = ("limit", "left")
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.left = limit
+
+    def spend(self, n: int, field: str | None) -> None:
+        """Count ``n`` values about to be built for ``field``.
+
+        Raises:
+            ValuesBudgetError: that would pass the limit (nothing is counted then, and nothing should be built).
+        """
+        if n > self.left:
+            self.left = -1  # spent: every later build fails too
+            raise ValuesBudgetError(self.limit, field)
+        self.left -= n
 
 
 @dataclass(frozen=True)
@@ -28,6 +50,7 @@ class ParseContext:
         field: the field whose value is being built (None outside a field, e.g. for the start anchor).
         path: where the content parser's ``args`` sit inside the field's ``content_args``, as a dotted prefix
             (``""`` at the top, ``"value_parser.args."`` for a nested value parser); names the pattern in errors.
+        values: the parse's count of values its transforms may still build (None: no limit).
     """
 
     regex_timeout: float | None = None
@@ -35,6 +58,7 @@ class ParseContext:
     budget: float | None = None
     field: str | None = None
     path: str = ""
+    values: ValuesBudget | None = None  # compared and hashed by identity: contexts of two parsers never mix
 
     def call_timeout(self, field: str | None, role: str, pattern: str) -> float | None:
         """The ``timeout=`` for the next regex call: the per-call budget, cut to what is left before the deadline.

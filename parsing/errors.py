@@ -122,6 +122,25 @@ class BudgetExceededError(TimeoutError):
         return self
 
 
+class ValuesBudgetError(ValueError):
+    """A parse's transforms would build more values than its ``max_values`` (`ResponseParser` / `parse_response`).
+
+    A transform copies the value each placeholder names, so a template can make a few characters of output into
+    millions of values. Raised when a region's value is built (with ``recover``: that region's ``region_error``;
+    every later transform of the parse fails the same way, the rest of the message still parses).
+
+    Attributes:
+        limit: the parse's ``max_values``; field: the field whose transform went past it.
+    """
+
+    def __init__(self, limit: int, field: str | None):
+        self.limit = limit
+        self.field = field
+        super().__init__(f"Field '{field}': the template's transforms would build more than {limit:,} values in this "
+                         f"parse (max_values): a transform copies the value each placeholder names, every time it "
+                         f"is built.")
+
+
 def json_error_text(exc: json.JSONDecodeError, line: int | None = None) -> str:
     """A `json.JSONDecodeError` in words with its place: ``"Unterminated string starting at line 3, column 26"``,
     ``"Expecting value at line 1, column 1"``. ``line``: the line number to report when the text decoded was one

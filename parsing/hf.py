@@ -17,7 +17,7 @@ from .template import load_template
 
 
 #: `ResponseParser` options the tokenizer helpers pass through (transformers' methods take none of them).
-PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget")
+PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget", "max_values")
 PARSER_OPTIONS = ("spans",) + PARSE_OPTIONS
 #: ``tokenizer_config.json`` keys that describe how *this machine* loaded the tokenizer, not the tokenizer:
 #: transformers records ``from_pretrained`` loading options (``is_local``, ``local_files_only`` when it runs
@@ -66,7 +66,7 @@ def parse_with_tokenizer(tokenizer: Any, response: Any, schema: Any = None, *, p
         prefix: the prompt before generation: a string or ids, or for a batch either one prefix (broadcast)
             or one per item. Required; ``""`` or ``[]`` opts out.
         tools: tools offered to the model, for typing tool-call arguments.
-        options: `ResponseParser` options: ``recover``, ``regex_timeout``, ``time_budget``.
+        options: `ResponseParser` options: ``recover``, ``regex_timeout``, ``time_budget``, ``max_values``.
 
     Returns:
         One message dict for a single sequence; a list of them for a batch (even a one-item batch).
@@ -113,7 +113,7 @@ def parser_for_tokenizer(tokenizer: Any, response_template: Any = None, *, prefi
 
     ``response_template`` (transformers' name; ``template=`` is an alias) defaults to the tokenizer's.
     ``prefix`` is a string or 1-D ids (decoded with special tokens kept). ``options`` go to `ResponseParser`:
-    ``spans``, ``recover``, ``regex_timeout``, ``time_budget``.
+    ``spans``, ``recover``, ``regex_timeout``, ``time_budget``, ``max_values``.
 
     Raises:
         TypeError: an unknown keyword, or the template given both as ``response_template=`` and ``template=``.

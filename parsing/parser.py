@@ -25,7 +25,7 @@ from copy import deepcopy
 from functools import lru_cache
 from typing import Any, Callable
 
-from .budget import ParseContext
+from .budget import ParseContext, ValuesBudget
 from .content import parse_content, quick_parser
 from .errors import BudgetExceededError, TemplateError
 from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
@@ -132,6 +132,9 @@ class ResponseParser:
             (reading the prefix), every `feed` and `finalize` (time between calls, e.g. waiting for a model,
             does not count). None (the default): no overall limit. Past it the work stops and
             `BudgetExceededError` says where; every later call raises it again.
+        max_values: how many values the template's transforms may build in this parse, counted before each build
+            (containers and items of every built transform; a public server's memory bound: a transform can make a
+            few characters of output into millions of values). None (the default): no limit.
 
     Events are dicts: ``{"type": "region_open", "field"}``, ``{"type": "region_chunk", "field", "text",
     "dirty"}``, ``{"type": "region_close", "field", "value"}``, and with ``recover`` ``{"type":
@@ -151,6 +154,8 @@ class ResponseParser:
         KeyError: a transform names an unknown variable.
         RuntimeError: `feed` or `finalize` after `finalize`.
         PatternTimeoutError: a user regex ran past ``regex_timeout``.
+        ValuesBudgetError: (a ValueError) the transforms would pass ``max_values`` (with ``recover``, a
+            ``region_error`` on that region and every later transformed one).
         BudgetExceededError: (a TimeoutError) the parser spent its ``time_budget``; ``.position`` is how far the
             stream was parsed, ``.field``/``.role``/``.pattern`` the regex that was cut, if any. Never turned
             into a ``region_error`` by ``recover``.
@@ -169,7 +174,7 @@ class ResponseParser:
 
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
-                 time_budget: float | None = None):
+                 time_budget: float | None = None, max_values: int | None = None):
         self.template: CompiledTemplate = (template if type(template) is CompiledTemplate
                                            else load_template(template))
         if prefix is None:
@@ -178,7 +183,9 @@ class ResponseParser:
         self._spans = spans
         self._recover = recover
         # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
-        self._limits = _limits_for(regex_timeout)
+        # (with max_values, a context of this parser's own: it carries the parse's count of built values)
+        self._limits = (_limits_for(regex_timeout) if max_values is None else
+                        ParseContext(regex_timeout, values=ValuesBudget(max_values)))
         self._ctx = self._limits
         self._time_budget = time_budget
         self._spent = 0.0
@@ -245,7 +252,8 @@ class ResponseParser:
         if self._spans:
             self.dropped_prefix = dropped
         if kept:
-            reusable = not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
+            reusable = (not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
+                        and self._limits.values is None)
             states = self._plan.prefix_states
             key = (kept, self._limits.regex_timeout)
             if reusable and key in states:
@@ -502,7 +510,8 @@ class ResponseParser:
         left = self._time_budget - self._spent
         if left <= 0:
             raise BudgetExceededError(self._time_budget).located(stage, self._pos)
-        self._ctx = ParseContext(self._limits.regex_timeout, started + left, self._time_budget)
+        self._ctx = ParseContext(self._limits.regex_timeout, started + left, self._time_budget,
+                                 values=self._limits.values)
         try:
             return step(*args)
         except BudgetExceededError as exc:

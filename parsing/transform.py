@@ -110,6 +110,20 @@ def compile_transform(transform: Any) -> Callable[[dict], Any]:
     return lambda scope: transform
 
 
+def transform_size(transform: Any) -> int:
+    """How many values one build of ``transform`` makes: each container, each item (a placeholder's value is one:
+    it is not copied)."""
+    n, stack = 0, [transform]
+    while stack:
+        item = stack.pop()
+        n += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return n
+
+
 def transform_value(value: Any, field, captures: dict, ctx: ParseContext = NO_LIMITS) -> Any:
     """Apply a field's transform to its parsed value.
 
@@ -119,12 +133,14 @@ def transform_value(value: Any, field, captures: dict, ctx: ParseContext = NO_LI
         captures: named groups of the open delimiter match (groups that did not take part are absent).
         ctx: the parse's limits: with a deadline, it is checked before each ``transform_each`` item (one region
             close can build a transform thousands of times: a 48 KB list times a 5,000-placeholder transform is
-            30 million values, seconds of work that the checks between delimiters never see).
+            30 million values, seconds of work that the checks between delimiters never see); with a values
+            count (``ctx.values``), the values about to be built are counted on it first.
 
     Raises:
         ValueError: ``transform_each`` on a value that is not a list of objects; errors of `resolve_placeholder`.
         KeyError: an unknown placeholder.
         BudgetExceededError: ``ctx``'s deadline passed.
+        ValuesBudgetError: building would pass ``ctx.values``' limit (nothing is built).
     """
     if field.transform is None:
         return value
@@ -132,11 +148,20 @@ def transform_value(value: Any, field, captures: dict, ctx: ParseContext = NO_LI
     if make is None:
         transform = field.transform
         make = lambda scope: apply_transform(transform, scope)  # noqa: E731 - a field built without one
+    values = ctx.values
+    if values is not None:
+        size = getattr(make, "size", None)
+        if size is None:
+            size = make.size = transform_size(field.transform)
     if not field.transform_each:
+        if values is not None:
+            values.spend(size, field.name)
         return make({**captures, "content": value})
     if not isinstance(value, list):
         raise ValueError(f"Field '{field.name}': transform_each requires the parsed content to be a list, "
                          f"got {type(value).__name__}.")
+    if values is not None:
+        values.spend(size * len(value), field.name)
     out = []
     timed = ctx.deadline is not None
     for item in value:

@@ -55,6 +55,9 @@ class Limits:
             `playground.jsonsize.json_size`, which stops at the limit); a larger one is replaced by a note. A
             template's transform can repeat a value thousands of times, so a small text can make a message whose
             JSON is gigabytes. None: no cap.
+        max_transform_values: how many values a template's transforms may build in one parse (the parser's
+            ``max_values``: containers and items of every built transform); past it, those regions fail with a
+            region error naming the limit. Bounds the memory one parse can build. None: no cap.
     """
 
     public: bool = False
@@ -77,6 +80,7 @@ class Limits:
     max_jobs_per_client: int | None = None
     trust_forwarded_for: bool = False
     max_message_chars: int | None = None
+    max_transform_values: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -91,7 +95,7 @@ class Limits:
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
                            max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
-                           max_message_chars=2_000_000), **changes)
+                           max_message_chars=2_000_000, max_transform_values=1_000_000), **changes)
 
     def check_size(self, what: str, text: str | int | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` (or a length already measured) is longer than
@@ -103,7 +107,7 @@ class Limits:
 
     def budget(self, cancel: threading.Event | None = None) -> "RequestBudget":
         """A clock for one request under ``request_budget``."""
-        return RequestBudget(self.request_budget, cancel, self.max_message_chars)
+        return RequestBudget(self.request_budget, cancel, self.max_message_chars, self.max_transform_values)
 
 
 class RequestCancelled(RuntimeError):
@@ -115,14 +119,16 @@ class RequestBudget:
 
     Only the work is counted: callers wrap it in `working` (replay pauses and model generation are outside).
     ``cancel`` is set when the client leaves; `check` then raises `RequestCancelled`. ``max_message_chars``: the
-    largest message (characters of JSON) the request's parses may show (`Limits.max_message_chars`).
+    largest message (characters of JSON) the request's parses may show (`Limits.max_message_chars`);
+    ``max_transform_values``: the values their transforms may build, per parse (`Limits.max_transform_values`).
     """
 
     def __init__(self, seconds: float | None, cancel: threading.Event | None = None,
-                 max_message_chars: int | None = None):
+                 max_message_chars: int | None = None, max_transform_values: int | None = None):
         self.seconds = seconds
         self.cancel = cancel
         self.max_message_chars = max_message_chars
+        self.max_transform_values = max_transform_values
         self.spent = 0.0
         self.cut: str | None = None  # what a limit stopped, for the status line
 
@@ -198,12 +204,15 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
                               "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
     "--max-message-chars": ("max_message_chars", int, "CHARS",
                             "largest parsed message shown, in characters of JSON (0: no limit)"),
+    "--max-transform-values": ("max_transform_values", int, "VALUES",
+                               "values a template's transforms may build in one parse (0: no limit)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
-                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars"}
+                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
+                 "max_transform_values"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -223,7 +223,8 @@ class LiveParse:
             with self.budget.working():
                 self.parser = parsing.ResponseParser(self.compiled, self.prefix, tools=tools or None, spans=True,
                                                      recover=True, regex_timeout=regex_timeout,
-                                                     time_budget=self.budget.remaining())
+                                                     time_budget=self.budget.remaining(),
+                                                     max_values=self.budget.max_transform_values)
             self._add(self.parser.initial_events, "prefix")
         except Exception as e:  # noqa: BLE001 - shown to the user, never raised
             self.parser = None

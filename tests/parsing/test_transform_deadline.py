@@ -51,3 +51,32 @@ def test_without_a_budget_the_values_are_the_references():
                                                          "transform": {"a": ["{x}"] * 7, "k": {"v": "{x}"}}}}}
     text = "[" + ",".join(f'{{"x":{i}}}' for i in range(50)) + "]"
     assert parsing.parse_response(text, small, prefix="S") == reference_parse(text, small, prefix="S")
+
+
+def test_a_values_limit_stops_the_build_before_it_starts_and_counts_the_whole_parse():
+    from parsing import ValuesBudgetError
+
+    with pytest.raises(ValuesBudgetError) as e:
+        parsing.parse_response(ITEMS, EACH, prefix="S", max_values=1_000_000)
+    assert e.value.limit == 1_000_000 and e.value.field == "content" and "1,000,000 values" in str(e.value)
+    # the count is the parse's: values are containers and items built (here a dict, a list and its 2 items: 4 per region)
+    many = {"start_anchor": "S", "fields": {"t": {"open": "<t>", "close": "</t>", "repeats": True,
+                                                  "transform": {"k": ["{content}", "{content}"]}}, "content": {}}}
+    text = "<t>a</t>" * 10 + "rest"
+    expected = {"t": [{"k": ["a", "a"]}] * 10, "content": "rest"}
+    assert parsing.parse_response(text, many, prefix="S", max_values=40) == expected
+    with pytest.raises(ValuesBudgetError):
+        parsing.parse_response(text, many, prefix="S", max_values=39)
+    # with recover, the region that passes the limit and every later transformed one are region errors; the rest
+    # of the message still parses
+    parser = parsing.ResponseParser(many, "S", recover=True, max_values=30)
+    events = parser.feed(text)
+    message, final = parser.finalize()
+    errors = [ev for ev in events + final if ev["type"] == "region_error"]
+    assert len(errors) == 3 and all("max_values" in ev["message"] for ev in errors)
+    assert message == {"t": [{"k": ["a", "a"]}] * 7, "content": "rest"}
+    # a budgeted parse carries the count through its steps
+    budgeted = parsing.ResponseParser(many, "S", time_budget=60.0, max_values=39)
+    with pytest.raises(ValuesBudgetError):
+        for chunk in text:
+            budgeted.feed(chunk)

@@ -58,6 +58,8 @@ def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
     assert rows["--workers"] == (str(public.workers), str(private.workers))
     assert rows["--max-message-chars"] == (f"{public.max_message_chars:,} characters", "none")
     assert private.max_message_chars is None
+    assert rows["--max-transform-values"] == (f"{public.max_transform_values:,}", "none")
+    assert private.max_transform_values is None
 
 
 def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():

@@ -189,3 +189,19 @@ def test_other_views_of_a_value_show_only_a_bounded_part_of_it():
     assert len(doctor_panel._json(value)) < 2_000 and len(probe_panel._show(value)) < 2_000
     events = render.events_html([{"type": "region_close", "field": "content", "value": value, "index": 0}])
     assert len(events) < 2_000 and render.escape('{"a": ["zzz') in events and "zzz…</td>" in events
+
+
+def test_a_public_parse_counts_the_values_its_transforms_build():
+    each = {"start_anchor": "S", "fields": {"content": {"content": "json", "transform_each": True,
+                                                        "transform": {"a": ["{x}"] * REPEATS}}}}
+    items = "[" + ",".join(['{"x":1}'] * 6000) + "]"  # 30 million values without a limit
+    run = Run(prefix="S", chunks=(items,), template_text=json.dumps(each))
+    public = Limits.public_space()
+    view = parse_run(run, budget=public.budget())
+    assert view.final and not view.cut and len(view.errors) == 1, view.errors
+    error = view.errors[0]
+    assert error["field"] == "content" and "1,000,000 values" in error["message"] and "max_values" in error["message"]
+    assert view.message == {}
+    # the same run on a private machine: no count, the reference's values
+    small = Run(prefix="S", chunks=("[" + ",".join(['{"x":2}'] * 3) + "]",), template_text=json.dumps(each))
+    assert parse_run(small, budget=Limits.private().budget()).message == {"content": [{"a": [2] * REPEATS}] * 3}
