@@ -91,6 +91,11 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
         result["skipped"] = ("reference check skipped: a pattern of this template ran past our parser's "
                              "time limit, so the transformers parser was not run")
         return result
+    if any(e.get("values") for e in view.errors):
+        result["skipped"] = ("reference check skipped: our parse stopped at this server's limit on the values a "
+                             "template's transforms may build (--max-transform-values); the transformers parser "
+                             "would build them all")
+        return result
     if view.message_size is not None:
         result["skipped"] = ("reference check skipped: our parsed message is over this server's size limit for a "
                              "shown message (--max-message-chars), so there is nothing to compare")

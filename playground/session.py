@@ -96,8 +96,9 @@ class ParseView:
     ``chunk_starts``: offset at which each generation chunk starts.  ``held``:
     (start, end) bytes held back.  ``errors``: dicts ``message``, ``start``,
     ``end``, ``field`` (at most `MAX_ERRORS`; ``errors_dropped`` counts the rest),
-    plus ``timeout`` (a pattern ran past its per-call budget) and ``budget`` (the
-    request's time budget cut the parse here).  ``message``: the final dict (None
+    plus ``timeout`` (a pattern ran past its per-call budget), ``budget`` (the
+    request's time budget cut the parse here) and ``values`` (the transforms passed the
+    budget's ``max_transform_values``).  ``message``: the final dict (None
     until final, on error, or when it is over ``message_limit``).  ``message_limit``: the largest message (in
     characters of JSON, `playground.jsonsize.json_size`) the page may show, None: any; ``message_size``: set when
     the final message was over it: its JSON is at least that many characters (the message itself is dropped).  ``segments``, ``delimiters`` and ``events`` are
@@ -263,6 +264,8 @@ class LiveParse:
                                   start, ev.get("end", self._text_len()), ev.get("field"))
                 if err is not None and message.startswith("PatternTimeoutError:"):
                     err["timeout"] = True  # the reference has no regex timeout: it would hang on this
+                elif err is not None and message.startswith("ValuesBudgetError:"):
+                    err["values"] = True  # the reference has no such count: it would build them all
             self.preview.add(ev)
             ev = dict(ev, phase=phase)
             log.append(ev)

@@ -201,7 +201,10 @@ def test_a_public_parse_counts_the_values_its_transforms_build():
     assert view.final and not view.cut and len(view.errors) == 1, view.errors
     error = view.errors[0]
     assert error["field"] == "content" and "1,000,000 values" in error["message"] and "max_values" in error["message"]
-    assert view.message == {}
+    assert view.message == {} and error["values"]
+    from playground.reference import reference_check
+
+    assert "--max-transform-values" in reference_check(run, view)["skipped"]  # never run on the worker
     # the same run on a private machine: no count, the reference's values
     small = Run(prefix="S", chunks=("[" + ",".join(['{"x":2}'] * 3) + "]",), template_text=json.dumps(each))
     assert parse_run(small, budget=Limits.private().budget()).message == {"content": [{"a": [2] * REPEATS}] * 3}
