@@ -208,3 +208,14 @@ def test_a_public_parse_counts_the_values_its_transforms_build():
     # the same run on a private machine: no count, the reference's values
     small = Run(prefix="S", chunks=("[" + ",".join(['{"x":2}'] * 3) + "]",), template_text=json.dumps(each))
     assert parse_run(small, budget=Limits.private().budget()).message == {"content": [{"a": [2] * REPEATS}] * 3}
+
+
+def test_a_chat_turn_over_the_cap_joins_the_history_as_its_text():
+    run, view = _amplified_view(2_000_000)
+    sess = Session(json.dumps(AMPLIFIER))
+    sess.finish_turn(run, view)
+    assert sess.history[-1] == {"role": "assistant", "content": run.text, "_raw": run.text}
+    assert sess.pending_tool_calls == [] and sess.chat_phase == "idle"
+    bubbles = render.history_to_chat(sess.history)
+    assert json_size(bubbles, 1_000_000) < 100_000
+    assert sess.nbytes < 1_000_000  # the history holds the text (its JSON was 250 MB as a message)
