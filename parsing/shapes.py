@@ -150,6 +150,8 @@ class Shape:
         key = (pause[0], item)
         resume = self.resumes.get(key)
         if resume is None:
+            if len(self.resumes) >= MAX_RESUMES:
+                return self.walk(buf, at, eos, captures, pause)
             resume = self.resumes[key] = _compiled_decide(self, *key, True)
         return resume(buf, at, eos, captures, pos, caps, pause[4])
 
@@ -410,7 +412,8 @@ def shape_of(source: str, flags: int) -> Shape | None:
             order = tuple(sorted(groups, key=groups.get))
         heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
         shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
-        object.__setattr__(shape, "compiled", _compiled_decide(shape))
+        if sum(len(items) + sum(map(len, ahead or ())) for items, ahead in branches) <= MAX_COMPILED_ITEMS:
+            object.__setattr__(shape, "compiled", _compiled_decide(shape))
         return shape
     except (_NotAShape, regex.error, IndexError):
         return None
@@ -865,6 +868,11 @@ def _class_within(a: str, b: str) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- compiled shapes
+# A shape is written out only up to this many items in all (the library's longest has 35): code generation costs
+# time and memory in the size of the shape, and a hostile template could make it the parse's cost. A shape keeps at
+# most MAX_RESUMES resume functions (each the size of the rest of the shape); past that, pauses resume by the walk.
+MAX_COMPILED_ITEMS = 48
+MAX_RESUMES = 16
 # `Shape.decide` walks the items of each branch generically (a type test per item). For the shapes of the library
 # (literals, choices, runs that give nothing back, a negative lookahead, a lookahead) `_compiled_decide` writes the
 # same walk out as straight-line Python, one function per shape: same answers, same pauses, same captures, about a

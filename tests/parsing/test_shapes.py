@@ -358,3 +358,44 @@ def test_cut_off_is_a_proper_prefix_at_the_edge():
         tail = buf[at:] if at <= len(buf) else None
         expected = tail is not None and any(len(lit) > len(tail) and lit.startswith(tail) for lit in literals)
         assert cut_off(literals, buf, at) is expected, (literals, buf, at)
+
+
+def _runs_template(n: int) -> dict:
+    return {"start_anchor": "S", "fields": {"content": {}, "x": {"open_pattern": "<a>" + "[^<]*<b>" * n,
+                                                                 "close": "</x>", "repeats": True}}}
+
+
+def test_a_long_shape_keeps_the_walk_and_streams_within_its_budget():
+    """A hostile template (found by the lead): ``<a>`` then 300 times ``[^<]*<b>``, streamed 3 characters at a time.
+    Written out as Python, every pause compiled a resume of the rest of the shape (generated code quadratic in the
+    shape: a 5 s time budget ran out at character 0). A shape of more than `MAX_COMPILED_ITEMS` items keeps the
+    generic walk: the stream parses within the budget to the one-shot message."""
+    from parsing import ResponseParser, load_template, parse_response
+    from parsing.shapes import MAX_COMPILED_ITEMS
+
+    template = load_template(_runs_template(300))
+    shape = template.fields["x"].open.shape
+    assert shape is not None and shape.compiled is None
+    assert sum(len(items) for items, _ in shape.branches) > MAX_COMPILED_ITEMS
+    text = "<a>" + "x<b>" * 300 + "</x>"
+    parser = ResponseParser(template, prefix="S", time_budget=5)
+    for start in range(0, len(text), 3):
+        parser.feed(text[start:start + 3])
+    assert parser.finalize()[0] == parse_response(text, template, prefix="S")
+
+
+def test_a_shape_keeps_a_bounded_number_of_resumes():
+    """A compiled shape near `MAX_COMPILED_ITEMS` streamed a character at a time pauses at every item: it compiles at
+    most `MAX_RESUMES` resume functions, then resumes by the walk, with the one-shot message."""
+    from parsing import ResponseParser, load_template, parse_response
+    from parsing.shapes import MAX_RESUMES
+
+    template = load_template(_runs_template(20))
+    shape = template.fields["x"].open.shape
+    assert shape.compiled is not None
+    text = "<a>" + "x<b>" * 20 + "</x>"
+    parser = ResponseParser(template, prefix="S")
+    for char in text:
+        parser.feed(char)
+    assert parser.finalize()[0] == parse_response(text, template, prefix="S")
+    assert len(shape.resumes) == MAX_RESUMES  # every item paused: the cap was reached, not passed
