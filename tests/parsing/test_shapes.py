@@ -122,6 +122,17 @@ def _continuations(rng: random.Random) -> list[str]:
             "<|e|>", "</a>", " \n x", "a>"]
 
 
+def _text_with_a_piece_of(source: str, rng: random.Random) -> tuple[str, int]:
+    """Random text with a piece of the pattern ``source`` planted in it (so that matches are common), and a position
+    to decide at: most often where the piece starts."""
+    text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
+    planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
+                      for piece in regex.findall(r"(?:\\.|[^\\|()?=*+\[\]])+", source)[:rng.randint(1, 3)])
+    cut = rng.randint(0, len(text))
+    text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
+    return text, cut if rng.random() < 0.7 else rng.randint(0, len(text))
+
+
 def test_decisions_agree_with_the_regex_engine():
     rng = random.Random(1414)
     checked = edge_runs = cut_literals = resumed = 0
@@ -135,13 +146,7 @@ def test_decisions_agree_with_the_regex_engine():
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error:
             continue
-        text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
-        # Plant a piece of the pattern so that matches are common.
-        planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
-                          for piece in regex.findall(r"(?:\\.|[^\\|()?=*+\[\]])+", source)[:rng.randint(1, 3)])
-        cut = rng.randint(0, len(text))
-        text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
-        at = cut if rng.random() < 0.7 else rng.randint(0, len(text))
+        text, at = _text_with_a_piece_of(source, rng)
         final = compiled.match(text, at)
         captures = {}
         status, end = shape.decide(text, at, True, captures)
@@ -246,12 +251,7 @@ def test_compiled_shapes_answer_as_the_walk():
         compiled_shapes += 1
         grouped += shape.order is not None
         for _ in range(4):
-            text = "".join(rng.choice(ALPHABET + "<>") for _ in range(rng.randint(0, 12)))
-            planted = "".join(regex.sub(r"\\(.)", r"\1", piece) + rng.choice(["", " ", "\n ", "ab", "x."])
-                              for piece in regex.findall(r"(?:\\.|[^\\|()?=*+\[\]])+", source)[:rng.randint(1, 3)])
-            cut = rng.randint(0, len(text))
-            text = text[:cut] + planted[:rng.randint(1, len(planted) or 1)] + text[cut:]
-            at = cut if rng.random() < 0.7 else rng.randint(0, len(text))
+            text, at = _text_with_a_piece_of(source, rng)
             for eos in (False, True):
                 for captures in (None, {}):
                     by_walk = None if captures is None else {}
