@@ -28,7 +28,10 @@ flags. Runs are matched by the ``regex`` module with the delimiter's own flags (
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import re
 
@@ -135,6 +138,10 @@ class Shape:
     compiled: object = field(default=None, compare=False, repr=False)
     # (branch, item) -> `walk` resumed there, written out (`_compiled_decide`), made when first needed.
     resumes: dict = field(default_factory=dict, compare=False, repr=False)
+    # The `CodeBudget` of the template this shape belongs to (None: outside a template compile), and the shape's
+    # items in all (what one more resume function costs from it).
+    budget: object = field(default=None, compare=False, repr=False)
+    size: int = field(default=0, compare=False, repr=False)
 
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None,
                pause: tuple | None = None) -> tuple:
@@ -150,8 +157,11 @@ class Shape:
         key = (pause[0], item)
         resume = self.resumes.get(key)
         if resume is None:
-            if len(self.resumes) >= MAX_RESUMES:
+            budget = self.budget
+            if len(self.resumes) >= MAX_RESUMES or budget is not None and budget.resume_left < self.size:
                 return self.walk(buf, at, eos, captures, pause)
+            if budget is not None:
+                budget.resume_left -= self.size
             resume = self.resumes[key] = _compiled_decide(self, *key, True)
         return resume(buf, at, eos, captures, pos, caps, pause[4])
 
@@ -412,7 +422,13 @@ def shape_of(source: str, flags: int) -> Shape | None:
             order = tuple(sorted(groups, key=groups.get))
         heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
         shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
-        if sum(len(items) + sum(map(len, ahead or ())) for items, ahead in branches) <= MAX_COMPILED_ITEMS:
+        size = sum(len(items) + sum(map(len, ahead or ())) for items, ahead in branches)
+        budget = _TEMPLATE_BUDGET.get()
+        if size <= MAX_COMPILED_ITEMS and (budget is None or budget.compile_left >= size):
+            if budget is not None:
+                budget.compile_left -= size
+            object.__setattr__(shape, "budget", budget)
+            object.__setattr__(shape, "size", size)
             object.__setattr__(shape, "compiled", _compiled_decide(shape))
         return shape
     except (_NotAShape, regex.error, IndexError):
@@ -873,6 +889,38 @@ def _class_within(a: str, b: str) -> bool:
 # most MAX_RESUMES resume functions (each the size of the rest of the shape); past that, pauses resume by the walk.
 MAX_COMPILED_ITEMS = 48
 MAX_RESUMES = 16
+# The shapes of one template share a budget too (`CodeBudget`): under the per-shape caps, a template of a few hundred
+# fields could still write out thousands of functions. The library's templates write out at most 108 items at compile
+# and 392 in resume functions (gpt_oss, every transcript in chunks of 1-7 characters).
+MAX_TEMPLATE_COMPILED_ITEMS = 256
+MAX_TEMPLATE_RESUME_ITEMS = 1024
+
+
+class CodeBudget:
+    """Items the shapes of one template may still write out as Python: when the template is compiled
+    (``compile_left``) and in resume functions made while it parses (``resume_left``, for the template's life: a
+    template reused by many parses keeps what its first parses made). Past it, shapes walk generically: same answers."""
+
+    __slots__ = ("compile_left", "resume_left")
+
+    def __init__(self) -> None:
+        self.compile_left = MAX_TEMPLATE_COMPILED_ITEMS
+        self.resume_left = MAX_TEMPLATE_RESUME_ITEMS
+
+
+# The budget of the template being compiled (`template_code_budget`); None: `shape_of` called on its own.
+_TEMPLATE_BUDGET: ContextVar[CodeBudget | None] = ContextVar("shape_code_budget", default=None)
+
+
+@contextmanager
+def template_code_budget() -> Iterator[CodeBudget]:
+    """Scope of one template's compile: the shapes `shape_of` makes inside it share one new `CodeBudget`."""
+    token = _TEMPLATE_BUDGET.set(CodeBudget())
+    try:
+        yield _TEMPLATE_BUDGET.get()
+    finally:
+        _TEMPLATE_BUDGET.reset(token)
+
 # `Shape.decide` walks the items of each branch generically (a type test per item). For the shapes of the library
 # (literals, choices, runs that give nothing back, a negative lookahead, a lookahead) `_compiled_decide` writes the
 # same walk out as straight-line Python, one function per shape: same answers, same pauses, same captures, about a

@@ -30,7 +30,7 @@ from .decided import decided_branches
 from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
-from .shapes import Shape, shape_of
+from .shapes import Shape, shape_of, template_code_budget
 from .shapes import _literal as shapes_literal
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
@@ -721,6 +721,11 @@ def _build_field(name: str, spec: Any) -> FieldSpec:
 
 
 def _validate_dict(spec: Any) -> CompiledTemplate:
+    with template_code_budget():  # the template's shapes share one budget of generated code
+        return _validate_spec(spec)
+
+
+def _validate_spec(spec: Any) -> CompiledTemplate:
     if not isinstance(spec, dict):
         raise _scope_error("", f"response_template must be a dict, got {type(spec).__name__}")
     version = spec.get("version", 1)

@@ -7,6 +7,7 @@ match there, and, where a run reaching the edge or a literal cut off by it is th
 only continues that run or that literal.
 """
 
+import copy
 import random
 
 import pytest
@@ -399,3 +400,76 @@ def test_a_shape_keeps_a_bounded_number_of_resumes():
         parser.feed(char)
     assert parser.finalize()[0] == parse_response(text, template, prefix="S")
     assert len(shape.resumes) == MAX_RESUMES  # every item paused: the cap was reached, not passed
+
+
+def _compiled_shapes(template) -> list:
+    """The shapes of a compiled template's delimiters (split variants included) that are written out as Python."""
+    shapes = []
+    delimiters = [template.start_anchor] + [d for f in template.fields.values() for d in (f.open, f.close)]
+    for delim in delimiters:
+        if delim is None:
+            continue
+        found = [delim.shape] + list(getattr(delim, "split_shapes", None) or ())
+        shapes += [s for s in found if s is not None and s.compiled is not None]
+    return shapes
+
+
+def test_the_shapes_of_one_template_share_a_budget_of_generated_code():
+    """A hostile template (trial 8): 230 fields, each open pattern a shape of 46 items (under the per-shape cap),
+    streamed a character at a time, compiled each shape and made resume functions for all of them: 1.5 s to load,
+    and the parse ran past a 10 s budget where the walk takes 0.3 s. The shapes of one template now share
+    `CodeBudget`: at most MAX_TEMPLATE_COMPILED_ITEMS items at compile and MAX_TEMPLATE_RESUME_ITEMS in resumes;
+    past it they walk, with the same messages (checked against transformers)."""
+    from transformers.utils.chat_parsing import parse_response as reference
+
+    from parsing import ResponseParser, load_template, parse_response
+    from parsing.shapes import MAX_TEMPLATE_COMPILED_ITEMS, MAX_TEMPLATE_RESUME_ITEMS
+
+    fields = {"content": {}}
+    for f in range(40):
+        fields[f"f{f}"] = {"open_pattern": f"<{f:02x}" + r"[^<]*<b>" * 10, "close": f"</{f:02x}>", "repeats": True}
+    spec = {"start_anchor": "S", "fields": fields}
+    template = load_template(copy.deepcopy(spec))
+    compiled = _compiled_shapes(template)
+    assert 0 < sum(s.size for s in compiled) <= MAX_TEMPLATE_COMPILED_ITEMS
+    assert len(compiled) < 40  # the budget ran out: the later shapes walk
+    text = "".join(f"<{f:02x}" + "x<b>" * 10 + f"y</{f:02x}>" for f in range(40))
+    parser = ResponseParser(template, prefix="S")
+    for char in text:
+        parser.feed(char)
+    streamed = parser.finalize()[0]
+    made = sum(s.size * len(s.resumes) for s in compiled)
+    assert 0 < made <= MAX_TEMPLATE_RESUME_ITEMS
+    assert streamed == parse_response(text, template, prefix="S") == reference(text, copy.deepcopy(spec), prefix="S")
+
+
+def test_every_library_template_is_written_out_whole():
+    """The template budget is far above what the library needs: every library shape within the per-shape cap is
+    compiled, and streaming every transcript in 1- to 7-character feeds never runs out of resume budget."""
+    from examples import list_families, load_family
+    from parsing import ResponseParser, load_template
+    from parsing.shapes import MAX_COMPILED_ITEMS
+    from parsing.streams import fixed_chunks
+
+    for name in list_families():
+        family = load_family(name)
+        template = load_template(family.template)
+        budget = None
+        for shape in _compiled_shapes(template):
+            budget = shape.budget
+        delimiters = [template.start_anchor] + [d for f in template.fields.values() for d in (f.open, f.close)]
+        for delim in delimiters:
+            for shape in [getattr(delim, "shape", None)] + list(getattr(delim, "split_shapes", None) or ()):
+                if shape is not None and shape.size <= MAX_COMPILED_ITEMS and shape.branches:
+                    assert shape.compiled is not None or shape.size == 0, (name, shape)
+        for size in (1, 3, 7):
+            for transcript in family.transcripts:
+                parser = ResponseParser(template, prefix=transcript.prefix, tools=transcript.tools or None)
+                try:
+                    for chunk in fixed_chunks(transcript.output, size):
+                        parser.feed(chunk)
+                    parser.finalize()
+                except ValueError:
+                    pass  # a transcript that records an error
+        if budget is not None:
+            assert budget.resume_left > 0, name
