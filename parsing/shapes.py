@@ -748,13 +748,24 @@ def _check_runs(items: tuple, ahead: tuple | None, consuming: bool = True) -> tu
     as the engine does (`_Run.back`, `_give_back`). Else greedy matching could have to give characters back in
     ways the walk does not follow: `_NotAShape`."""
     items = list(items)
+    giving = 0
     for k in range(len(items) - 1, -1, -1):
         item = items[k]
         if type(item) is _Run and _check_follow(item, items[k + 1:], ahead):
             if not consuming:
                 raise _NotAShape("a run giving characters back in a lookahead")
+            giving += 1
+            if giving > MAX_GIVE_BACK_RUNS:
+                raise _NotAShape("too many runs giving characters back")
             items[k] = _Run(item.rx, item.least, item.name, item.cls, items[k + 1], tuple(items[k + 1:]))
     return tuple(items)
+
+
+# Runs that give characters back, at most, in one sequence of a shape (the library has one, kimi-k2's call open):
+# each holds the rest of its sequence, so their readings and walks grow exponentially with their number. `'<q>' +
+# '[a-z]*a' * 24` (171 characters) took over a minute to load; past the cap the pattern keeps the regex (under its
+# time limits).
+MAX_GIVE_BACK_RUNS = 4
 
 
 def _check_follow(run: _Run, rest, ahead: tuple | None, may_give_back: bool = True) -> bool:

@@ -473,3 +473,26 @@ def test_every_library_template_is_written_out_whole():
                     pass  # a transcript that records an error
         if budget is not None:
             assert budget.resume_left > 0, name
+
+
+def test_many_runs_giving_characters_back_keep_the_regex():
+    """Trial 8: ``<q>`` then 24 times ``[a-z]*a`` (171 characters): each run that gives characters back holds the rest
+    of its sequence, and reading them grew exponentially (over a minute to load the template). Past
+    MAX_GIVE_BACK_RUNS such runs the pattern is no shape: it keeps the regex, with the reference's messages."""
+    from transformers.utils.chat_parsing import parse_response as reference
+
+    from parsing import ResponseParser, load_template, parse_response
+    from parsing.shapes import MAX_GIVE_BACK_RUNS, shape_of
+
+    assert shape_of("<q>" + "[a-z]*a" * MAX_GIVE_BACK_RUNS, FLAGS) is not None
+    assert shape_of("<q>" + "[a-z]*a" * (MAX_GIVE_BACK_RUNS + 1), FLAGS) is None
+    spec = {"start_anchor": "S", "fields": {"content": {}, "x": {"open_pattern": "<q>" + "[a-z]*a" * 24,
+                                                                 "close": "</x>", "repeats": True}}}
+    template = load_template(copy.deepcopy(spec))
+    assert template.fields["x"].open.shape is None
+    for text in ("<q>" + "ba" * 30 + "</x>rest", "<q>" + "ba" * 10 + "</x>", "plain"):
+        parser = ResponseParser(template, prefix="S")
+        for char in text:
+            parser.feed(char)
+        assert parser.finalize()[0] == parse_response(text, template, prefix="S") \
+            == reference(text, copy.deepcopy(spec), prefix="S")
