@@ -7,9 +7,10 @@ with ``transformers.utils.get_json_schema`` (imported only then).
 
 from __future__ import annotations
 
-import json
 from inspect import isfunction, ismethod
 from typing import Any
+
+from .content import json_value
 
 
 def tool_parameters(tools: list | None) -> dict[str, dict]:
@@ -50,46 +51,39 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     return tuple(types)
 
 
-def _cast_one(raw: str, type_name: str) -> tuple[bool, Any]:
-    """Try to read ``raw`` as ``type_name``; returns (ok, value). Raises ValueError on a failed conversion."""
-    if type_name == "integer":
-        try:
-            return True, int(raw)
-        except ValueError:
-            number = float(raw)  # whole numbers written as floats ("3.0") are JSON Schema integers
-            return (True, int(number)) if number.is_integer() else (False, None)
-    if type_name == "number":
-        number = float(raw)
-        if number != number or number in (float("inf"), float("-inf")):
-            return False, None
-        return True, (int(number) if number.is_integer() and "." not in raw else number)
-    if type_name == "boolean":
-        word = raw.strip().lower()
-        if word in ("true", "1", "false", "0"):
-            return True, word in ("true", "1")
-        return False, None
-    if type_name == "null":
-        return (True, None) if raw.strip() in ("null", "None") else (False, None)
-    if type_name in ("object", "array"):
-        decoded = json.loads(raw)
-        if isinstance(decoded, dict if type_name == "object" else list):
-            return True, decoded
-    return False, None
-
-
 def cast_argument(raw: str, types: tuple[str, ...]) -> Any:
-    """Cast a string argument to the first type in ``types`` it reads as; keep the text if none fits."""
+    """Cast a string argument to the first type in ``types`` it reads as; keep the text if none fits (a conversion
+    that raises ValueError, or reads as something else, tries the next type)."""
     for type_name in types:
         try:
-            ok, value = _cast_one(raw, type_name)
+            if type_name == "integer":
+                try:
+                    return int(raw)
+                except ValueError:
+                    number = float(raw)  # whole numbers written as floats ("3.0") are JSON Schema integers
+                    if number.is_integer():
+                        return int(number)
+            elif type_name == "number":
+                number = float(raw)
+                if number == number and number not in (float("inf"), float("-inf")):
+                    return int(number) if number.is_integer() and "." not in raw else number
+            elif type_name == "boolean":
+                word = raw.strip().lower()
+                if word in ("true", "1", "false", "0"):
+                    return word in ("true", "1")
+            elif type_name == "null":
+                if raw.strip() in ("null", "None"):
+                    return None
+            elif type_name in ("object", "array"):
+                decoded = json_value(raw)  # `json.loads`: the same value, a ValueError where it raises one
+                if isinstance(decoded, dict if type_name == "object" else list):
+                    return decoded
         except ValueError:
             continue
-        if ok:
-            return value
     return raw
 
 
-# Types a string argument can be cast to (`_cast_one`); an argument whose schema allows none of them never changes.
+# Types a string argument can be cast to (`cast_argument`); an argument whose schema allows none of them never changes.
 _CASTABLE = frozenset(("integer", "number", "boolean", "null", "object", "array"))
 
 
@@ -140,12 +134,20 @@ def type_tool_calls(value: Any, params: dict[str, dict]) -> Any:
     for key, argument in arguments.items():  # (replacing a key's value while iterating is allowed)
         if key not in properties:
             continue
+        # Every present argument's schema is read, whatever its value, as the reference reads it (a schema that
+        # cannot be read raises there too). Inline: `castable_types`' common case, one type and no union.
+        schema = properties[key]
+        if type(schema) is dict and type(schema.get("type")) is str and "anyOf" not in schema \
+                and "oneOf" not in schema and "nullable" not in schema:
+            if schema["type"] not in _CASTABLE:
+                continue
+            types = (schema["type"],)
+        else:
+            types = castable_types(schema)
+            if types is None:
+                continue
         if isinstance(argument, str):
-            types = castable_types(properties[key])
-            if types is not None:
-                arguments[key] = cast_argument(argument, types)
-        elif isinstance(argument, list):
-            types = castable_types(properties[key])
-            if types is not None and "array" not in types:
-                arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item for item in argument]
+            arguments[key] = cast_argument(argument, types)
+        elif isinstance(argument, list) and "array" not in types:
+            arguments[key] = [cast_argument(item, types) if isinstance(item, str) else item for item in argument]
     return value

@@ -272,3 +272,50 @@ def test_arguments_cast_in_the_arguments_order_as_the_reference():
         assert outcomes[0] is not None and outcomes[0] == outcomes[1]
         first = next(iter(arguments))
         assert ("array" if first == "b" else "object") in outcomes[0]
+
+
+def test_cast_argument_agrees_with_the_reference_coercion():
+    """`cast_argument` (one function: the region close's casting) gives what transformers' ``_coerce`` gives, value
+    and type, for every type list over texts that read as each type, as none, or as another."""
+    import itertools
+
+    from transformers.utils.chat_parsing.response_parser import _coerce
+
+    from parsing.tools import cast_argument
+
+    texts = ["7", " 7 ", "-3", "3.0", "3.5", "1e3", "1e400", "-1e400", "nan", "inf", "True", " false ", "1", "0",
+             "yes", "null", "None", " null", "[1, 2]", '{"a": 1}', "[1,", '"s"', "\ufeff[1]", "[1] x", "", "07",
+             "1_000", "٣", "0x10", "  [ ]  "]
+    names = ["integer", "number", "boolean", "null", "object", "array", "string", "weird"]
+    for n in (1, 2):
+        for types in itertools.permutations(names, n):
+            for text in texts:
+                ours, theirs = cast_argument(text, types), _coerce(text, types)
+                assert (type(ours), ours) == (type(theirs), theirs) or (ours != ours and theirs != theirs), \
+                    (text, types)
+
+
+@pytest.mark.parametrize("schema, argument", [
+    ({"anyOf": 5}, 1), ({"anyOf": 5}, "1"), ({"type": "integer", "oneOf": 3}, 2.5), ({"anyOf": 5}, None),
+    ({"anyOf": [{"type": "integer"}]}, ["1", 2]), ({"type": "integer"}, {"a": "1"}), ({"nullable": True}, True),
+])
+def test_every_present_arguments_schema_is_read_as_the_reference_reads_it(schema, argument):
+    """The reference reads the schema of every argument the call has, whatever the argument's value: a schema it
+    cannot read (``anyOf`` that is not a list) raises there for a number argument too, so it must here."""
+    import json
+
+    from transformers.utils.chat_parsing import parse_response as reference
+
+    from parsing import parse_response
+
+    template = {"start_anchor": "S", "fields": {
+        "tool_calls": {"open": "<c>", "close": "</c>", "content": "json", "repeats": True}, "content": {}}}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": schema}}}}]
+    text = '<c>{"function": {"name": "f", "arguments": {"x": %s}}}</c>' % json.dumps(argument)
+
+    def outcome(parse):
+        try:
+            return "ok", parse(text, template, prefix="", tools=tools)
+        except Exception as exc:  # noqa: BLE001 - the exception type and text are compared
+            return type(exc).__name__, str(exc)
+    assert outcome(parse_response) == outcome(reference)
