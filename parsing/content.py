@@ -103,7 +103,7 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
     if args.get("unquoted_keys", False):
         rewritten = _BARE_KEY.sub(_quote_key, rewritten)
     if pulled:  # one pass (a replace per string was quadratic: 32,000 strings in 256 KB took 10 s)
-        rewritten = _HOLE.sub(lambda m: json.dumps(pulled[int(m.group(1))]), rewritten)
+        rewritten = _HOLE.sub(lambda m: _JSON_STRING(pulled[int(m.group(1))]), rewritten)
     try:
         return json.loads(rewritten)
     except json.JSONDecodeError as exc:
@@ -164,11 +164,17 @@ def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
         key_group, value_group = index.get("key"), index.get("value")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
-    out: dict[str, Any] = {}
     matches = run_regex(compiled, "finditer", body, limits=ctx, field=ctx.field, role=f"{ctx.path}tag_pattern",
                         source=tag_pattern)
     if matches and key_group is None:
         raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
+    return _tags_object(matches, key_group, value_group, value_parser, merge, ctx, tag_pattern)
+
+
+def _tags_object(matches: list, key_group: int, value_group: int | None, value_parser: Any, merge: Any,
+                 ctx: ParseContext, tag_pattern: str) -> dict:
+    """`parse_xml_inline`'s object from its ``tag_pattern`` matches."""
+    out: dict[str, Any] = {}
     for m in matches:
         key = m.group(key_group)
         if key is None:  # the group took no part in this match
@@ -183,6 +189,32 @@ def parse_xml_inline(body: str, args: dict, ctx: ParseContext) -> dict:
         else:
             out[key] = value
     return out
+
+
+def xml_inline_reader(args: Any) -> Callable[[str, ParseContext], dict] | None:
+    """``lambda body, ctx: parse_xml_inline(body, args, ctx)`` for ``args`` read once (a field's ``content_args``,
+    read when its template is first parsed), where they are a dict with a string ``tag_pattern`` that compiles, is
+    not refused (`too_large`) and has a ``key`` group: the same value and errors, without reading the arguments and
+    the pattern's groups again at every region close. None for any other ``args``."""
+    if type(args) is not dict:
+        return None
+    tag_pattern = args.get("tag_pattern")
+    if type(tag_pattern) is not str:
+        return None
+    try:
+        compiled, why, key_group, value_group = _tag_pattern(tag_pattern)
+    except Exception:  # noqa: BLE001 - a pattern that does not compile: `parse_xml_inline` raises it at each close
+        return None
+    if why is not None or key_group is None:
+        return None
+    value_parser = args.get("value_parser")
+    merge = args.get("merge_duplicates", False)
+
+    def read(body: str, ctx: ParseContext) -> dict:
+        matches = run_regex(compiled, "finditer", body, limits=ctx, field=ctx.field, role=f"{ctx.path}tag_pattern",
+                            source=tag_pattern)
+        return _tags_object(matches, key_group, value_group, value_parser, merge, ctx, tag_pattern)
+    return read
 
 
 def parse_kv_lines(body: str, args: dict, ctx: ParseContext) -> dict:
@@ -253,6 +285,8 @@ def quick_parser(name: str, args: Any) -> Callable[[str], Any] | None:
     return None
 
 
+# ``json.dumps`` of a string, with its default arguments (what it calls for a ``str``).
+_JSON_STRING = json.encoder.encode_basestring_ascii
 _JSON_DECODER = json.JSONDecoder()
 _JSON_SCAN = _JSON_DECODER.scan_once
 _JSON_SPACE = json.decoder.WHITESPACE.match

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from .budget import ParseContext, ValuesBudget
-from .content import parse_content, quick_parser
+from .content import parse_content, quick_parser, xml_inline_reader
 from .errors import BudgetExceededError, TemplateError
 from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
@@ -59,12 +59,16 @@ class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
     __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "keep_context", "context", "trim_gap", "history",
-                 "origin_search", "defaults", "plain_defaults", "required")
+                 "readers", "origin_search", "start", "defaults", "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
         self.dirty = {name: f.dirty for name, f in template.fields.items()}
         self.quick = {name: quick_parser(f.content, f.content_args) for name, f in template.fields.items()}
+        # Per field, its content parser as a function of (body, context) with the arguments read once (None: none
+        # such; `parse_content` reads them at each close).
+        self.readers = {name: xml_inline_reader(f.content_args) if f.content == "xml-inline" else None
+                        for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
         self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
@@ -89,6 +93,10 @@ class _Plan:
         # Defaults made of strings and numbers only are copied with `dict`, not `deepcopy` (a per-parse cost).
         self.plain_defaults = all(type(v) in (str, int, float, bool, type(None)) for v in template.defaults.values())
         self.required = tuple(name for name, f in template.fields.items() if not f.optional)
+        # A new parser's attributes taken from the template (`ResponseParser.__init__`'s order).
+        self.start = (template.fields, template.implicit, template.implicit, self.watch, self.dirty, self.quick,
+                      self.keep_context, self.context, self.trim_gap, self.origin_search, self.fast,
+                      self.fast[template.implicit])
         # (kept prefix, regex_timeout) -> the parser's state after reading that prefix, when reading it committed
         # no region and left no search state behind (`ResponseParser._read_prefix`): most responses of one
         # template start from one of a few generation prompts ("<think>\n").
@@ -106,6 +114,9 @@ class _Plan:
 def _limits_for(regex_timeout: float | None) -> ParseContext:
     """The shared (immutable) limits for a per-search regex budget: made once, not per parser."""
     return ParseContext(regex_timeout=regex_timeout)
+
+
+_DEFAULT_LIMITS = _limits_for(DEFAULT_REGEX_TIMEOUT)
 
 
 @lru_cache(maxsize=1024)
@@ -175,8 +186,9 @@ class ResponseParser:
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
                  time_budget: float | None = None, max_values: int | None = None):
-        self.template: CompiledTemplate = (template if type(template) is CompiledTemplate
-                                           else load_template(template))
+        if type(template) is not CompiledTemplate:
+            template = load_template(template)
+        self.template: CompiledTemplate = template
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         self._tool_params = tool_parameters(tools) if tools else {}
@@ -184,25 +196,27 @@ class ResponseParser:
         self._recover = recover
         # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
         # (with max_values, a context of this parser's own: it carries the parse's count of built values)
-        self._limits = (_limits_for(regex_timeout) if max_values is None else
-                        ParseContext(regex_timeout, values=ValuesBudget(max_values)))
-        self._ctx = self._limits
+        if max_values is not None:
+            limits = ParseContext(regex_timeout, values=ValuesBudget(max_values))
+        elif regex_timeout is DEFAULT_REGEX_TIMEOUT:  # the default argument itself
+            limits = _DEFAULT_LIMITS
+        else:
+            limits = _limits_for(regex_timeout)
+        self._limits = self._ctx = limits
         self._time_budget = time_budget
         self._spent = 0.0
-        if time_budget is not None:  # keeps the unbudgeted `feed` free of any per-call check
+        if time_budget is not None:  # keeps the unbudgeted `feed` and `finalize` free of any per-call check
             self.feed = self._budgeted_feed
-        plan = self._plan = _Plan.of(self.template)
-        self._fields = self.template.fields
-        self._implicit = self.template.implicit
-        self._watch = plan.watch
-        self._dirty = plan.dirty
-        self._quick = plan.quick
-        self._keep_context = plan.keep_context
-        self._context = plan.context
-        self._trim_gap = plan.trim_gap
+            self.finalize = self._budgeted_finalize
+        plan = template.derived.get("parser")
+        if plan is None:
+            plan = _Plan.of(template)
+        self._plan = plan
+        # What every parser of the template starts from (`_Plan.start`), in one unpacking.
+        (self._fields, self._implicit, self._current, self._watch, self._dirty, self._quick, self._keep_context,
+         self._context, self._trim_gap, self._origin_search, self._fast_states, self._fast) = plan.start
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
         self._history_len = 0
-        self._origin_search = plan.origin_search
         self._clock: ScanState | None = None  # made on the first full scan
         self._output: dict[str, Any] = dict(plan.defaults) if plan.plain_defaults else deepcopy(plan.defaults)
         # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset;
@@ -211,17 +225,12 @@ class ResponseParser:
         self._buf = ""
         # Chunks the fast path consumed after `_buf`, not yet joined to it (only while nothing is held).
         self._tail: list[str] = []
-        self._base = 0
-        self._pos = 0
-        self._origin = 0
+        self._base = self._pos = self._origin = 0
         self._state_start = 0  # stream offset where the current region (or the implicit state) began
         # Zero-width delimiters committed at one stream position with no text between them: the position, and
         # each (state, delimiter) commit there -> its index. The same commit again there repeats forever.
         self._still_at = -1
         self._commits_here: dict = {}
-        self._current: str | None = self._implicit
-        self._fast_states = plan.fast
-        self._fast = plan.fast[self._implicit]  # the fast path's facts for the current state
         self._opened = False
         self._captures: dict = {}
         # Body of the open region: recent chunks, plus older chunks joined into blocks of BODY_BLOCK chunks
@@ -256,9 +265,11 @@ class ResponseParser:
                         and self._limits.values is None)
             states = self._plan.prefix_states
             key = (kept, self._limits.regex_timeout)
-            if reusable and key in states:
-                self._restore(states[key])
-                return
+            if reusable:
+                state = states.get(key)
+                if state is not None:
+                    self._restore(state)
+                    return
             self.prefix_length = len(kept)
             self._append(kept)
             # The reference runs the prefix through its parser on its own, before any generation, so the end
@@ -287,12 +298,14 @@ class ResponseParser:
         (self._buf, self._base, self._pos, self._origin, self._state_start, self._current, self._opened, captures,
          body, blocks, history, self._history_len, self.prefix_length, events) = state
         self._fast = self._fast_states[self._current]
-        self._captures = dict(captures)
+        if captures:
+            self._captures = dict(captures)
         self._body = list(body)
-        self._body_blocks = list(blocks)
+        if blocks:
+            self._body_blocks = list(blocks)
         if history is not None:
             self._history = list(history)
-        self.initial_events = [dict(e) for e in events]
+        self.initial_events = list(map(dict, events))  # (copies: a caller may change its events)
 
     # ----------------------------------------------------------------- public API
     def feed(self, text: str) -> list[dict]:
@@ -422,15 +435,13 @@ class ResponseParser:
         """
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        if self._time_budget is not None:
-            return self._timed("finalize", self._finalize)
-        return self._finalize()
-
-    def _finalize(self) -> tuple[dict, list[dict]]:
+        # (a parser with a time budget has `_budgeted_finalize` as its `finalize`, which runs this under `_timed`)
         events: list[dict] = []
         watch = self._watch[self._current]
         finder = watch.finder
-        end = self._end
+        if self._tail:
+            self._join_tail()
+        end = self._base + len(self._buf)  # `_end`
         if (not self._spans and finder is not None and self._pos == end and (self._pos or not watch.at_start)
                 and finder.search(self._buf, end - self._base) is None):
             # Nothing unconsumed, and no delimiter of this state can start in empty text (a state with a finder
@@ -450,12 +461,20 @@ class ResponseParser:
             if name not in output:
                 missing = [name for name in self._plan.required if name not in output]
                 raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
-        defaults = self.template.defaults
-        # Dropped: None and empty strings/lists/dicts (a truthy value is never one of them: tested first).
-        self._output = {k: v for k, v in output.items()
-                        if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
+        if all(output.values()):
+            self._output = dict(output)  # nothing to drop (a copy all the same, as below)
+        else:
+            defaults = self.template.defaults
+            # Dropped: None and empty strings/lists/dicts (a truthy value is never one of them: tested first).
+            self._output = {k: v for k, v in output.items()
+                            if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
         self._finalized = True
         return self._output, events
+
+    def _budgeted_finalize(self) -> tuple[dict, list[dict]]:
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        return self._timed("finalize", ResponseParser.finalize, self)
 
     @property
     def finalized(self) -> bool:
@@ -797,7 +816,11 @@ class ResponseParser:
             except ValueError:  # the full parser gives its own fallback (allow_non_json) or error
                 value = self._parse_body(field, raw)
         if field.transform is not None:
-            value = transform_value(value, field, self._captures, self._ctx)
+            make = field.transform_fn
+            if make is not None and not field.transform_each and self._ctx.values is None:
+                value = make({**self._captures, "content": value})  # `transform_value`'s first case, inlined
+            else:
+                value = transform_value(value, field, self._captures, self._ctx)
         if self._tool_params and type(value) is not str:  # (text never holds a tool call)
             value = type_tool_calls(value, self._tool_params)
         if field.join is not None and not isinstance(value, str):
@@ -807,8 +830,12 @@ class ResponseParser:
 
     def _parse_body(self, field: FieldSpec, raw: str) -> Any:
         ctx = self._ctx
-        if field.dirty:  # the structured parsers run regexes and name the field in their errors
-            ctx = _field_context(ctx, field.name) if ctx.deadline is None else ctx.for_field(field.name)
+        name = field.name
+        if self._dirty[name]:  # the structured parsers run regexes and name the field in their errors
+            ctx = _field_context(ctx, name) if ctx.deadline is None else ctx.for_field(name)
+        reader = self._plan.readers[name]
+        if reader is not None:
+            return reader(raw, ctx)
         return parse_content(raw, field.content, field.content_args, ctx)
 
     def _store(self, field: FieldSpec, value: Any) -> None:

@@ -182,6 +182,49 @@ def test_xml_inline_agrees_with_the_reference_parser(pattern, merge):
                 assert ours[1] == theirs[1], (pattern, body)
 
 
+@pytest.mark.parametrize("pattern", XML_PATTERNS + [r"(?P<key>\w+)=(?P<value>\w+)", "(", 5])
+@pytest.mark.parametrize("extra", [{}, {"merge_duplicates": True}, {"value_parser": {"name": "int"}},
+                                   {"value_parser": {"name": "json"}, "merge_duplicates": 1}])
+def test_xml_inline_reader_agrees_with_parse_content(pattern, extra):
+    """`xml_inline_reader` (a field's xml-inline parser with its arguments read once) gives what `parse_content`
+    gives, values and exceptions (type and text), or declines (None) and leaves the close to `parse_content`."""
+    from parsing.budget import ParseContext
+    from parsing.content import xml_inline_reader
+
+    args = {"tag_pattern": pattern, **extra}
+    reader = xml_inline_reader(args)
+    if not isinstance(pattern, str) or pattern == "(" or "?P<key>" not in pattern:
+        assert reader is None
+        return
+    assert reader is not None
+    ctx = ParseContext(regex_timeout=1.0, field="tool_calls")
+    for body in XML_BODIES + ["k=1 k=2 j=x", "<parameter=a>\n[1, 2]\n</parameter>"]:
+        ours, theirs = _outcome_text(lambda: reader(body, ctx)), _outcome_text(
+            lambda: parse_content(body, "xml-inline", args, ctx))
+        assert ours == theirs, (pattern, body)
+
+
+def test_xml_inline_reader_times_out_as_parse_content_does():
+    from parsing.budget import ParseContext
+    from parsing.content import xml_inline_reader
+    from parsing.errors import PatternTimeoutError
+
+    args = {"tag_pattern": r"(?P<key>(x|xx)+)$(?P<value>)"}
+    ctx = ParseContext(regex_timeout=0.05, field="f")
+    with pytest.raises(PatternTimeoutError) as ours:
+        xml_inline_reader(args)("x" * 40 + "c", ctx)
+    with pytest.raises(PatternTimeoutError) as theirs:
+        parse_content("x" * 40 + "c", "xml-inline", args, ctx)
+    assert str(ours.value) == str(theirs.value)
+
+
+def _outcome_text(call):
+    try:
+        return "ok", call()
+    except Exception as exc:  # noqa: BLE001 - compared by type and text
+        return type(exc).__name__, str(exc)
+
+
 def _outcome_any(call):
     try:
         return "ok", call()
