@@ -787,24 +787,41 @@ class ResponseParser:
         if current is not None:
             field = self._fields[current]
             raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
+            built = True
             if self._recover:
                 try:
                     value = self._build_value(field, raw)
                 except BudgetExceededError:
                     raise  # the whole parse is out of time, not this region
                 except Exception as exc:  # noqa: BLE001 - any failure of a region's value is reported on it
-                    self._emit(events, {"type": "region_error", "field": field.name,
+                    self._emit(events, {"type": "region_error", "field": current,
                                         "message": f"{type(exc).__name__}: {exc}", "raw": raw}, start, end)
-                    self._reset()
-                    return
+                    built = False
             else:
                 value = self._build_value(field, raw)
-            self._store(field, value)
-            event = {"type": "region_close", "field": current, "value": value}
-            if self._spans:
-                event["start"], event["end"] = start, end
-            events.append(event)
-        self._reset()
+            if built:
+                # Store the value (a region close runs cold: steps inline, not in calls).
+                output = self._output
+                join = field.join
+                if join is not None:
+                    previous = output.get(current)
+                    output[current] = value if previous is None else previous + join + value
+                elif field.repeats:
+                    output.setdefault(current, []).append(value)
+                else:
+                    output[current] = value
+                event = {"type": "region_close", "field": current, "value": value}
+                if self._spans:
+                    event["start"], event["end"] = start, end
+                events.append(event)
+        # Back to the implicit region.
+        implicit = self._current = self._implicit
+        self._fast = self._fast_states[implicit]
+        self._captures = {}
+        self._body = []
+        if self._body_blocks:
+            self._body_blocks = []
+        self._opened = False
 
     def _build_value(self, field: FieldSpec, raw: str) -> Any:
         quick = self._quick[field.name]
@@ -837,25 +854,6 @@ class ResponseParser:
         if reader is not None:
             return reader(raw, ctx)
         return parse_content(raw, field.content, field.content_args, ctx)
-
-    def _store(self, field: FieldSpec, value: Any) -> None:
-        name = field.name
-        if field.join is not None:
-            previous = self._output.get(name)
-            self._output[name] = value if previous is None else previous + field.join + value
-        elif field.repeats:
-            self._output.setdefault(name, []).append(value)
-        else:
-            self._output[name] = value
-
-    def _reset(self) -> None:
-        implicit = self._current = self._implicit
-        self._fast = self._fast_states[implicit]
-        self._captures = {}
-        self._body = []
-        if self._body_blocks:
-            self._body_blocks = []
-        self._opened = False
 
     def _emit(self, events: list[dict], event: dict, start: int, end: int) -> None:
         if self._spans:
