@@ -58,8 +58,8 @@ _PREFIX_REQUIRED = (
 class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
-    __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "keep_context", "context", "trim_gap", "history",
-                 "readers", "origin_search", "start", "defaults", "plain_defaults", "required")
+    __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "no_fast", "keep_context", "context", "trim_gap",
+                 "history", "readers", "origin_search", "start", "defaults", "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
@@ -71,9 +71,10 @@ class _Plan:
                         for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
-        self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
+        self.fast = {state: None if w.triggers is None else (frozenset(w.triggers), w.finder, w.at_start,
                                                              self.dirty.get(state, False))
                      for state, w in self.watch.items()}
+        self.no_fast = dict.fromkeys(self.fast)  # with spans, no fast path
         # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
         # `context`: how much consumed text the scan buffer keeps (None: all of it).
         regexes = {id(d): d for w in self.watch.values() for d in w.delimiters if d.literals is None}.values()
@@ -215,6 +216,8 @@ class ResponseParser:
         # What every parser of the template starts from (`_Plan.start`), in one unpacking.
         (self._fields, self._implicit, self._current, self._watch, self._dirty, self._quick, self._keep_context,
          self._context, self._trim_gap, self._origin_search, self._fast_states, self._fast) = plan.start
+        if spans:  # every chunk is accounted for: no fast path
+            self._fast_states, self._fast = plan.no_fast, None
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
         self._history_len = 0
         self._clock: ScanState | None = None  # made on the first full scan
@@ -315,19 +318,13 @@ class ResponseParser:
             RuntimeError: after `finalize`.
             ValueError, KeyError: a region closed and its value could not be built (see the class doc).
         """
-        if self._finalized:
-            raise RuntimeError("ResponseParser already finalized")
-        buf = self._buf
-        if not self._spans and text and (self._tail or self._pos == self._base + len(buf)):
-            fast = self._fast
+        fast = self._fast  # None after `finalize`, with spans, or in a state with no fast path
+        if fast is not None and text and (self._tail or self._pos == self._base + len(self._buf)):
             found = None
-            if fast is not None and (self._pos or not fast[2]):
-                for char in fast[0]:
-                    if char in text:
-                        found = fast[1].search(text)
-                        if found is not None:
-                            break
-                else:
+            if self._pos or not fast[2]:
+                if not fast[0].isdisjoint(text):
+                    found = fast[1].search(text)
+                if found is None:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
                     # goes to the current region.
                     if self._keep_context:  # kept as context for lookbehinds, joined to the buffer now and then
@@ -339,7 +336,7 @@ class ResponseParser:
                     else:  # only literal delimiters: no lookbehind ever needs consumed text
                         self._pos += len(text)
                         self._base = self._pos
-                        if buf:
+                        if self._buf:
                             self._buf = ""
                     current = self._current
                     if current is None:
@@ -354,6 +351,7 @@ class ResponseParser:
                         return [chunk]
                     self._opened = True
                     return [{"type": "region_open", "field": current}, chunk]
+            buf = self._buf
             events: list[dict] = []
             if self._tail:
                 self._join_tail()
@@ -371,13 +369,18 @@ class ResponseParser:
                         self._trim()
                 return events
         else:
+            if self._finalized:
+                raise RuntimeError("ResponseParser already finalized")
+            buf = self._buf
             events = []
             if not text:
                 self._process(events, eos=False)
                 return events
             if not self._spans:
-                # Something is held. Most often it is a delimiter cut off by the buffer edge that this chunk
-                # continues without completing (special tokens arrive in pieces): then nothing changes but the buffer.
+                # Something is held (or the state has no fast path: then it has no finder either, and no tail:
+                # `_process` joined it before the state changed). Most often it is a delimiter cut off by the buffer
+                # edge that this chunk continues without completing (special tokens arrive in pieces): then nothing
+                # changes but the buffer.
                 buf += text
                 self._buf = buf
                 watch = self._watch[self._current]
@@ -469,6 +472,7 @@ class ResponseParser:
             self._output = {k: v for k, v in output.items()
                             if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
         self._finalized = True
+        self._fast = None  # `feed` raises: its fast path checks only this
         return self._output, events
 
     def _budgeted_finalize(self) -> tuple[dict, list[dict]]:
@@ -634,8 +638,11 @@ class ResponseParser:
                         history[:] = ["".join(history)]
                     before = history[0]
                 window = self._state_start - base
-                hit, hold = shape_step(watch, buf, found.start() if found is not None else 0, eos, clock, base, ctx, before,
-                                       window if window >= 0 else None)
+                if found is not None:
+                    hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                           window if window >= 0 else None, found.group())
+                else:
+                    hit, hold = shape_step(watch, buf, 0, eos, clock, base, ctx, before, window if window >= 0 else None)
             else:
                 clock = self._clock
                 if clock is None:

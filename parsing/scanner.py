@@ -52,7 +52,7 @@ Positions are indexes into the buffer string handed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
@@ -232,6 +232,10 @@ class WatchSet:
     # `steps`, with a finder, and every delimiter that may match at index 0 whatever the text (``^``) is a shape:
     # `shape_step` can scan the state from index 0 before those have failed there.
     start_steps: bool = False
+    # Whole literal of the finder -> the delimiters that may match where it starts (one of their prefilter literals
+    # starts with it, or it with one): the others cannot, for every match starts with one of its delimiter's
+    # prefilter literals (`shape_step` past index 0 decides only these).
+    candidates: dict = field(default_factory=dict)
 
 
 def watch_sets(template: CompiledTemplate) -> dict:
@@ -273,7 +277,10 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                steps,
                                steps and prefilter.finder is not None and all(
                                    d.shape is not None or d.split_shapes is not None
-                                   for d in delimiters if d.prefilter.at_start))
+                                   for d in delimiters if d.prefilter.at_start),
+                               {lit: tuple(d for d in delimiters
+                                           if any(p.startswith(lit) or lit.startswith(p) for p in d.prefilter.literals))
+                                for lit in prefilter.literals} if prefilter is not None else {})
     return sets
 
 
@@ -316,7 +323,7 @@ def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | N
 
 
 def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, base: int, ctx: ParseContext,
-               before: str = "", window: int | None = None) -> tuple[Hit | None, int]:
+               before: str = "", window: int | None = None, literal: str | None = None) -> tuple[Hit | None, int]:
     """`scan` for a state whose delimiters `WatchSet.steps` covers, given ``at``: the first position at or after the
     scan position where the state's finder found a whole literal (nothing before it), and (unless every ``^``-only
     delimiter failed there for good) not index 0 of the buffer; or index 0 itself, the scan position, when the
@@ -328,7 +335,8 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
     shape) holds from there; else the matches there compete (longest, then opens first, then field name); else
     the next position. A split delimiter runs the shape of the variant its lookbehind selects there (`_variant`,
     with ``before``, ``window`` and ``ctx`` as for `scan`). Same result as `scan`; an undecided shape is recorded
-    in ``clock.deferred`` as `scan` does.
+    in ``clock.deferred`` as `scan` does. ``literal``: the finder's match at ``at``, if known: past index 0, only
+    its `WatchSet.candidates` can match there.
     """
     end = len(buf)
     memo = clock.decided
@@ -336,9 +344,11 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
         clock.decided = None
         if eos or memo[0] != at or memo[1] != end or memo[2] != base:
             memo = None
+    candidates = watch.candidates
     while True:
         best = None
-        for delim in watch.delimiters:
+        delimiters = watch.delimiters if not at or literal is None else candidates.get(literal, watch.delimiters)
+        for delim in delimiters:
             shape = delim.shape
             if shape is None and delim.split_shapes is not None:
                 shape = delim.split_shapes[_variant(delim, buf, at, base, before, ctx, clock, window)]
@@ -378,7 +388,8 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
             return None, end
         at = found.start()
         memo = None
-        if not eos and found.group() not in watch.literal_set:
+        literal = found.group()
+        if not eos and literal not in watch.literal_set:
             clock.deferred = None
             return None, at  # a literal cut off by the buffer edge
 

@@ -134,6 +134,9 @@ class Shape:
     # it consumes nothing), or None when a branch may start otherwise (a run, ``^``); and the longest of them.
     heads: tuple | None = None
     head_width: int = 0
+    # The first characters of `heads`: nearer the buffer edge than the longest head, a character there that starts
+    # none of them still rules every branch out (the text at the start of a stream is most often such text).
+    head_firsts: frozenset = field(default=frozenset(), compare=False)
     # `walk` written out as Python for this shape (`_compiled_decide`), or None: what `decide` runs without a pause.
     compiled: object = field(default=None, compare=False, repr=False)
     # (branch, item) -> `walk` resumed there, written out (`_compiled_decide`), made when first needed.
@@ -179,7 +182,8 @@ class Shape:
         if pause is not None:
             return self._resume(buf, at, eos, captures, pause)
         heads = self.heads
-        if heads is not None and not buf.startswith(heads, at) and (eos or len(buf) - at >= self.head_width):
+        if heads is not None and not buf.startswith(heads, at) and (
+                eos or len(buf) - at >= self.head_width or at < len(buf) and buf[at] not in self.head_firsts):
             return FAIL, -1  # no branch's first literal starts here (near the edge, the walk tells a cut-off one)
         index = -1
         for items, ahead in self.branches:
@@ -421,7 +425,8 @@ def shape_of(source: str, flags: int) -> Shape | None:
             groups = regex.compile(source, flags).groupindex
             order = tuple(sorted(groups, key=groups.get))
         heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
-        shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0)
+        shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0,
+                      frozenset(head[0] for head in heads if head) if heads else frozenset())
         size = sum(len(items) + sum(map(len, ahead or ())) for items, ahead in branches)
         budget = _TEMPLATE_BUDGET.get()
         if size <= MAX_COMPILED_ITEMS and (budget is None or budget.compile_left >= size):
@@ -976,7 +981,8 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
         w.emit(0, "def decide(buf, at, eos, captures=None):")
         w.emit(1, "end = len(buf)")
     if shape.heads is not None and not resuming:
-        w.emit(1, f"if not buf.startswith({w.const(shape.heads)}, at) and (eos or end - at >= {shape.head_width}):")
+        w.emit(1, f"if not buf.startswith({w.const(shape.heads)}, at) and (eos or end - at >= {shape.head_width}"
+                  f" or at < end and buf[at] not in {w.const(shape.head_firsts)}):")
         w.emit(2, "return FAIL, -1")
     for index, (items, ahead) in enumerate(shape.branches):
         if index < first:

@@ -204,3 +204,45 @@ def test_a_start_anchored_open_that_failed_at_index_0_costs_no_more_scans(monkey
     slow = without_shortcuts(template)
     assert outcome(slow, transcript.prefix, list(transcript.output), transcript.tools or None)[0] == \
         outcome(template, transcript.prefix, list(transcript.output), transcript.tools or None)[0]
+
+
+# Opens whose leading literals share prefixes (one a prefix of another, one a lookahead, alternatives of several
+# heads), and implicit closes of several branches: where the finder reports one literal, others may still match.
+OVERLAPPING_OPENS = [r"<a", r"<ab>", r"<a>(?P<n>\w+)>", r"(?=<ab)", r"<abc>\s*|<b>", r"<b>|<a>(?=\s*x)",
+                     r"<ax\s*", r"<c|<a", r"^\s*<a>", r"b+<"]
+OVERLAPPING_CLOSES = [r"<ab>\s*|</a>\s*|<e>", r"(?=<ab)|<e>", r"</a>", r"<e>\s*|<eee>"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(opens=st.lists(st.sampled_from(OVERLAPPING_OPENS), min_size=2, max_size=4, unique=True),
+       content_close=st.sampled_from(OVERLAPPING_CLOSES),
+       pieces=st.lists(st.sampled_from(["<a", "<ab>", "<a>", "b", ">", "x", " ", "<abc>", "<b>", "</a>", "<e>",
+                                        "<eee>", "<ax", "<c", "\n", "y>"]), max_size=10),
+       seed=st.integers(0, 1000))
+def test_fields_whose_literals_overlap_with_and_without_shortcuts(opens, content_close, pieces, seed):
+    """`shape_step` decides, where the finder reported a literal past index 0, only the delimiters one of whose
+    leading literals starts with it or it with one (`WatchSet.candidates`), and a shape of several branches fails
+    at once where no head starts with the character there (`Shape.head_firsts`). Several opens and a close of
+    several branches whose literals share prefixes, streamed a character at a time and in random chunks: the
+    message and events of the template without shortcuts, and one-shot the reference's message."""
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    fields = {"content": {"close_pattern": content_close, "repeats": True, "join": ""}}
+    for i, open_ in enumerate(opens):
+        fields[f"f{i}"] = {"open_pattern": open_, "close_pattern": r"</f>|(?=<e>)", "repeats": True,
+                           "transform": {"v": "{content}"}}
+    template = {"start_anchor": "S", "fields": fields}
+    try:
+        load_template(template)
+    except ValueError:
+        return
+    text = "".join(pieces)
+    assert_same(template, "", text, seed)
+    try:
+        expected = reference_parse(text, template, prefix="")
+    except Exception as exc:  # noqa: BLE001 - the reference's own error: ours must raise the same type
+        with pytest.raises(type(exc)):
+            parse_response(text, template, prefix="")
+        return
+    assert parse_response(text, template, prefix="") == expected
+    assert parse_stream(load_template(template), "", [c for c in text]).result() == expected
