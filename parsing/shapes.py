@@ -418,6 +418,7 @@ def shape_of(source: str, flags: int) -> Shape | None:
         branches = [(_check_runs(items, ahead),
                      None if ahead is None else tuple(_check_runs(sequence, None, False) for sequence in ahead))
                     for items, ahead in branches]
+        _check_written_out(branches)
         named = any(type(item) is _Run and item.name is not None or type(item) is _Mark
                     for items, _ in branches for item in _all_items(items))
         order = None
@@ -438,6 +439,34 @@ def shape_of(source: str, flags: int) -> Shape | None:
         return shape
     except (_NotAShape, regex.error, IndexError):
         return None
+
+
+def _item_key(item) -> tuple:
+    """What an item matches, for comparing written-out alternatives (a run without what it gives back to)."""
+    kind = type(item)
+    if kind is _Run:
+        return (_Run, item.cls, item.least, item.name)
+    return (kind, item)
+
+
+def _check_written_out(branches: list) -> None:
+    """`_NotAShape` where writing groups and optional items out as alternatives (`_expanded`) would change the
+    match: a run that gives characters back (`_Run.back`) followed by a written-out group (then two alternatives
+    share every item up to and past that run). The engine tries the group's alternatives (an optional's
+    "without") at the run's greedy end before giving back anything; the written-out alternatives give characters
+    back first (``b[^>]*(?:a)?`` on ``ba2:``: the engine matches ``ba2:``, the first alternative ``b[^>]*a`` would
+    match ``ba``). Also a group name used twice in one alternative (the engine keeps the last capture)."""
+    keys = [tuple(_item_key(item) for item in items) for items, _ in branches]
+    for index, (items, _) in enumerate(branches):
+        names = [item.name for item in items if type(item) is _Run and item.name is not None
+                 or type(item) is _Mark and item.opening]
+        if len(names) != len(set(names)):
+            raise _NotAShape("a group name used twice in one alternative")
+        for k, item in enumerate(items):
+            if type(item) is _Run and item.back is not None:
+                prefix = keys[index][:k + 1]
+                if any(other != index and keys[other][:k + 1] == prefix for other in range(len(branches))):
+                    raise _NotAShape("a written-out group after a run that gives characters back")
 
 
 def _heads(branches: list) -> tuple | None:

@@ -113,9 +113,39 @@ def _pattern(rng: random.Random) -> str:
     (r"<a>^", False),  # ^ not first
     (r"(?m)^<a>", False),
     (r"<a>[[:alpha:]]+", False),  # nested set
+    # a written-out group right after a run that gives characters back (trial 9): the engine tries the group
+    # (or its "without") at the run's greedy end first
+    (r"b[^>]*(?:a)?", False),
+    (r"b[a-z]*(?:a\d+)?", False),
+    (r"b[a-z]*(?:a|x)y", False),
+    (r"b[a-z]*a(?:x)?", False),
+    (r"(?:x)?b[a-z]*a", True),  # the group before the run: as the engine
+    (r"<(?P<n>\w+)b(?P<n>[^>]+)>", False),  # one name twice in one alternative: the engine keeps the last
+    (r"<\|tool_call_begin\|>\s*(?P<id>(?:functions\.)?(?P<name>[^:<\s]+):\d+|functions_(?P<name>[^<\s]+)_\d+)"
+     r"\s*<\|tool_call_argument_begin\|>", True),  # kimi-k2: one name per alternative, the group before the run
 ])
 def test_which_patterns_are_shapes(source, is_shape):
     assert (shape_of(source, FLAGS) is not None) is is_shape
+
+
+@pytest.mark.parametrize("pattern,text", [
+    (r"b[a-z]*(?:a\d+)?", "xba2:"), (r"b[^>]*(?:a\d+)?", "xba2:"), (r"b[^>]*(?:a)?", "xba2:"),
+    (r"=(?P<k>[^\"]*)(?:<a>)?", "=<a>"), (r"<(?P<k>\w+)b(?P<k>[^>]+)>", "x<aabcd>y"),
+])
+def test_written_out_groups_after_a_run_match_as_the_engine(pattern, text):
+    """Trial 9: one-shot and streamed a character at a time, the open's match and its captures are the
+    reference's (these patterns are no shapes: the regex runs)."""
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    from parsing import load_template, parse_response
+    from parsing.streams import parse_stream
+
+    names = regex.compile(pattern).groupindex
+    transform = {"v": "{content}", **{name: "{%s}" % name for name in names}}
+    template = {"start_anchor": "S", "fields": {"c": {}, "r": {"open_pattern": pattern, "transform": transform}}}
+    expected = reference_parse(text, copy.deepcopy(template), prefix="")
+    assert parse_response(text, copy.deepcopy(template), prefix="") == expected
+    assert parse_stream(load_template(template), "", list(text)).result() == expected
 
 
 def _continuations(rng: random.Random) -> list[str]:
