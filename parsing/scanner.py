@@ -58,7 +58,7 @@ from typing import Iterable
 from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
-from .shapes import FAIL, MATCH, PAUSE_LITERALS, PAUSE_POS, PAUSE_RUN, UNDECIDED, Shape, cut_off
+from .shapes import FAIL, MATCH, PAUSE_EDGE, PAUSE_LITERALS, PAUSE_RUN, UNDECIDED, Shape, cut_off
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -141,7 +141,7 @@ class ScanState(SearchClock):
             if cause is not None:
                 literals, run = cause[PAUSE_LITERALS], cause[PAUSE_RUN]
                 if literals is not None:
-                    if cut_off(literals, buf, at + cause[PAUSE_POS]):
+                    if cut_off(literals, buf, at + cause[PAUSE_EDGE]):
                         return True  # the buffer still ends inside the literal that left it undecided
                 elif run is not None and run.rx.match(buf, self.checked - base).end() == end:
                     # Only more of the run that reached the edge: still undecided, and nothing before it is read

@@ -108,9 +108,11 @@ class _Not:
 # run that gives characters back, and walks the branch again from its start); ``pos`` where that item starts
 # (characters from the shape's start); the captures and group marks of the text before it (None when none were
 # asked for / none are open; captures copied, never changed); ``literals``: the edge cuts off one of them starting
-# at ``pos`` (undecided while the buffer still ends inside one); ``run``: the run starting at ``pos`` reached the
-# edge (undecided while more text only continues it); both None when only the lookahead waits.
-PAUSE_BRANCH, PAUSE_ITEM, PAUSE_POS, PAUSE_CAPTURES, PAUSE_MARKS, PAUSE_LITERALS, PAUSE_RUN = range(7)
+# at ``edge`` (undecided while the buffer still ends inside one); ``run``: the run starting at ``pos`` reached the
+# edge (undecided while more text only continues it); both None when only the lookahead waits, unless one sequence
+# of the lookahead alone waits, for one of ``literals`` cut off by the edge (every other one failed for good);
+# ``edge``: where those literals start (``pos`` for a literal of the consumed text), characters from the start.
+PAUSE_BRANCH, PAUSE_ITEM, PAUSE_POS, PAUSE_CAPTURES, PAUSE_MARKS, PAUSE_LITERALS, PAUSE_RUN, PAUSE_EDGE = range(8)
 _NO_CAPTURES: dict = {}  # shared, never changed: a pause's captures when there were none yet
 
 
@@ -198,15 +200,17 @@ class Shape:
                         return UNDECIDED, end
                     continue
             if ahead is not None:
-                pending = False
+                pending, edge = 0, None
                 for sequence in ahead:
-                    status, _ = _walk(sequence, buf, end, eos, False, None)
+                    status, why = _walk(sequence, buf, end, eos, False, None)
                     if status == MATCH:
                         break
-                    pending = pending or status == UNDECIDED
+                    if status == UNDECIDED:
+                        pending, edge = pending + 1, why
                 else:
                     if pending:
-                        return UNDECIDED, self._waiting(at, captures, index, items, end)
+                        return UNDECIDED, self._waiting(at, captures, index, items, end,
+                                                        edge if pending == 1 else None)
                     if captures:
                         captures.clear()
                     continue
@@ -215,11 +219,14 @@ class Shape:
             return MATCH, end
         return FAIL, -1
 
-    def _waiting(self, at: int, captures: dict | None, index: int, items: tuple, end: int) -> tuple:
+    def _waiting(self, at: int, captures: dict | None, index: int, items: tuple, end: int,
+                 edge: tuple | None = None) -> tuple:
         """The pause of branch ``index`` whose consumed text matched up to ``end`` and whose lookahead alone is
-        undecided (``captures`` copied, then cleared)."""
+        undecided (``captures`` copied, then cleared); ``edge``: the literals its one waiting sequence waits for,
+        cut off by the buffer edge, and where they start (a buffer index), or None."""
         cause = (index, len(items), end - at,
-                 dict(captures) if captures else (None if captures is None else _NO_CAPTURES), None, None, None)
+                 dict(captures) if captures else (None if captures is None else _NO_CAPTURES), None,
+                 None if edge is None else edge[0], None, end - at if edge is None else edge[1] - at)
         if captures:
             captures.clear()
         return cause
@@ -228,16 +235,17 @@ class Shape:
                end: int) -> tuple:
         """Branch ``index``, its consumed text matched up to ``end``: its lookahead decides (captures put in order
         on a MATCH, cleared otherwise)."""
-        pending = False
+        pending, edge = 0, None
         for sequence in ahead:
-            status, _ = _walk(sequence, buf, end, eos, False, None)
+            status, why = _walk(sequence, buf, end, eos, False, None)
             if status == MATCH:
                 if self.order is not None and captures:
                     self._ordered(captures)
                 return MATCH, end
-            pending = pending or status == UNDECIDED
+            if status == UNDECIDED:
+                pending, edge = pending + 1, why
         if pending:
-            return UNDECIDED, self._waiting(at, captures, index, items, end)
+            return UNDECIDED, self._waiting(at, captures, index, items, end, edge if pending == 1 else None)
         if captures:
             captures.clear()
         return FAIL, -1
@@ -288,7 +296,8 @@ class Shape:
 def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures: dict | None,
           marks: dict | None = None, start: int = 0, origin: int = 0, branch: int = 0) -> tuple:
     """One sequence at ``at`` (from its item ``start``): ``(MATCH, end)``, ``(FAIL, -1)``, or UNDECIDED: the buffer
-    edge cut it (``(UNDECIDED, None)``); in consumed text (``consuming``), a run reaches the edge and could take more
+    edge cut it (``(UNDECIDED, None)``; in a lookahead, ``(UNDECIDED, (literals, index))`` when it cuts off one of
+    ``literals`` starting at buffer index ``index``); in consumed text (``consuming``), a run reaches the edge and could take more
     (whatever follows the run would meet the edge too, so the outcome is undecided whatever the items after it), or
     the edge cuts off a literal (or a choice of them): ``(UNDECIDED, pause)`` (`PAUSE_BRANCH`) with the item's index and start (all
     before it is decided, so while the buffer still ends inside one of them, or the run continues, the outcome stays
@@ -307,9 +316,9 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 i += len(item)
             elif not eos and end - i < len(item) and item.startswith(buf[i:]):
                 if not consuming:
-                    return UNDECIDED, None
+                    return UNDECIDED, ((item,), i)
                 return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
-                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), (item,), None)
+                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), (item,), None, i - origin)
             else:
                 return FAIL, -1
         elif kind is _Run:
@@ -318,14 +327,14 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
                 if not consuming:
                     return UNDECIDED, None
                 return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
-                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), None, item)
+                    None if captures is None else _NO_CAPTURES), _relative(marks, origin), None, item, i - origin)
             if j - i < item.least:
                 return FAIL, -1
             if item.back is not None:
                 status, found = _give_back(item, buf, i, j, eos, consuming, captures, marks)
                 if status == UNDECIDED and found is not None:
                     # inside the items after the run (buffer positions): not resumable from the branch
-                    found = (branch, -1, found[2] - origin, *found[3:])
+                    found = (branch, -1, found[2] - origin, *found[3:7], found[7] - origin)
                 return status, found
             if captures is not None and item.name is not None:
                 captures[item.name] = buf[i:j]
@@ -345,10 +354,10 @@ def _walk(items: tuple, buf: str, at: int, eos: bool, consuming: bool, captures:
             else:
                 if not eos and end - i < item.longest and cut_off(item.literals, buf, i):
                     if not consuming:
-                        return UNDECIDED, None
+                        return UNDECIDED, (item.literals, i)
                     return UNDECIDED, (branch, k, i - origin, dict(captures) if captures else (
                         None if captures is None else _NO_CAPTURES), _relative(marks, origin), item.literals,
-                                       None)
+                                       None, i - origin)
                 return FAIL, -1
         else:
             if buf.startswith(item.literals, i):
@@ -1042,7 +1051,8 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
             if type(part) is _Run and part.back is not None:
                 break  # the items after it are walked by `_give_back`
         if ahead is not None:
-            w.emit(2, "pending = False")
+            w.emit(2, "pending = 0")
+            w.emit(2, "edge = None")
             w.emit(2, "ok = False")
             for sequence in ahead:
                 w.emit(2, "if not ok:")
@@ -1053,7 +1063,10 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
                 w.emit(4, "ok = True")
             w.emit(2, "if not ok:")
             w.emit(3, "if pending:")
-            w.emit(4, f"cause = ({index}, {len(items)}, i - at, {_CAPS}, None, None, None)")
+            w.emit(4, "if pending == 1 and edge is not None:  # one sequence waits, for a literal cut off")
+            w.emit(5, f"cause = ({index}, {len(items)}, i - at, {_CAPS}, None, edge[0], None, edge[1] - at)")
+            w.emit(4, "else:")
+            w.emit(5, f"cause = ({index}, {len(items)}, i - at, {_CAPS}, None, None, None, i - at)")
             if named:
                 w.emit(4, "if captures:")
                 w.emit(5, "captures.clear()")
@@ -1081,13 +1094,15 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
     marks opened so far, as a pause keeps them and as `_give_back` takes them."""
     def undecided(literals: str | None, run: str | None) -> None:
         if consuming:
-            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, {marks[0]}, {literals}, {run})")
+            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, {marks[0]}, {literals}, {run}, "
+                              f"{var} - at)")
             if named:
                 w.emit(depth + 1, "if captures:")
                 w.emit(depth + 2, "captures.clear()")
             w.emit(depth + 1, "return UNDECIDED, cause")
         else:
-            w.emit(depth + 1, "pending = True")
+            w.emit(depth + 1, "pending += 1")
+            w.emit(depth + 1, f"edge = ({literals}, {var})" if literals is not None else "edge = None")
             w.emit(depth + 1, "break")
 
     kind = type(item)
@@ -1120,7 +1135,7 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
             w.emit(depth + 1, "break")
             w.emit(depth, "if status == UNDECIDED:")
             w.emit(depth + 1, "if found is not None:  # inside the items after the run: not resumable")
-            w.emit(depth + 2, f"found = ({index}, -1, found[2] - at, *found[3:])")
+            w.emit(depth + 2, f"found = ({index}, -1, found[2] - at, *found[3:7], found[7] - at)")
             if named:
                 w.emit(depth + 1, "if captures:")
                 w.emit(depth + 2, "captures.clear()")
@@ -1153,5 +1168,6 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
                 w.emit(depth + 2, "captures.clear()")
             w.emit(depth + 1, "return UNDECIDED, None")
         else:
-            w.emit(depth + 1, "pending = True")
+            w.emit(depth + 1, "pending += 1")
+            w.emit(depth + 1, "edge = None")
             w.emit(depth + 1, "break")

@@ -13,8 +13,8 @@ import random
 import pytest
 import regex
 
-from parsing.shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_POS, PAUSE_RUN, UNDECIDED,
-                            shape_of)
+from parsing.shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_RUN,
+                            UNDECIDED, shape_of)
 
 pytestmark = pytest.mark.unit
 
@@ -166,7 +166,7 @@ def _text_with_a_piece_of(source: str, rng: random.Random) -> tuple[str, int]:
 
 def test_decisions_agree_with_the_regex_engine():
     rng = random.Random(1414)
-    checked = edge_runs = cut_literals = resumed = 0
+    checked = edge_runs = cut_literals = cut_ahead = resumed = 0
     resumed_kinds = set()
     while checked < 3000:
         source = _pattern(rng)
@@ -198,7 +198,7 @@ def test_decisions_agree_with_the_regex_engine():
             if end is not None and end[PAUSE_LITERALS] is not None:
                 # A literal cut off by the edge at q (`Shape.decide`): while the text still ends inside one of the
                 # literals, the match stays undecided (the scanner then holds without deciding again).
-                literals, q = end[PAUSE_LITERALS], at + end[PAUSE_POS]
+                literals, q = end[PAUSE_LITERALS], at + end[PAUSE_EDGE]  # in the consumed text or a lookahead
                 for literal in literals:
                     for stop in range(len(text) - q + 1, len(literal)):
                         if literal.startswith(text[q:]):
@@ -206,6 +206,7 @@ def test_decisions_agree_with_the_regex_engine():
                             assert shape.decide(text + more, at, False)[0] == UNDECIDED, (source, text, more)
                             assert compiled.match(text + more, at, partial=True) is not None, (source, text, more)
                             cut_literals += 1
+                            cut_ahead += end[PAUSE_ITEM] == len(shape.branches[end[PAUSE_BRANCH]][0])
             elif end is not None and end[PAUSE_RUN] is not None:
                 # The run that reached the edge (`Shape.decide`): more of its characters keep the match undecided
                 # (the scanner then holds without deciding again).
@@ -244,7 +245,8 @@ def test_decisions_agree_with_the_regex_engine():
                                           else "inner" if item < 0 else "item")
                         resumed += 0 if status_r == UNDECIDED else 1
         checked += 1
-    assert edge_runs > 100 and cut_literals > 100 and resumed > 1000, (edge_runs, cut_literals, resumed)
+    assert edge_runs > 100 and cut_literals > 100 and cut_ahead > 20 and resumed > 1000, (
+        edge_runs, cut_literals, cut_ahead, resumed)
     assert {"ahead", "item"} <= resumed_kinds, resumed_kinds
 
 
