@@ -278,10 +278,24 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                steps and prefilter.finder is not None and all(
                                    d.shape is not None or d.split_shapes is not None
                                    for d in delimiters if d.prefilter.at_start),
-                               {lit: tuple(d for d in delimiters
-                                           if any(p.startswith(lit) or lit.startswith(p) for p in d.prefilter.literals))
-                                for lit in prefilter.literals} if prefilter is not None else {})
+                               _candidates(delimiters, prefilter))
     return sets
+
+
+# Literal pairs compared at most to fill `WatchSet.candidates` (a template of many fields with many literals each
+# would make the table quadratic to build; without it, `shape_step` decides every delimiter, as before).
+MAX_CANDIDATE_PAIRS = 50_000
+
+
+def _candidates(delimiters: tuple, prefilter: Prefilter | None) -> dict:
+    """`WatchSet.candidates` of a state (empty: too many literals to compare, or no prefilter)."""
+    if prefilter is None:
+        return {}
+    if len(prefilter.literals) * sum(len(d.prefilter.literals) for d in delimiters) > MAX_CANDIDATE_PAIRS:
+        return {}
+    return {lit: tuple(d for d in delimiters
+                       if any(p.startswith(lit) or lit.startswith(p) for p in d.prefilter.literals))
+            for lit in prefilter.literals}
 
 
 def _dies_at_start(delim: Delimiter) -> bool:
@@ -357,7 +371,9 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                     status, stop, match = memo[4], memo[5], memo[6]
                 else:
                     match = {} if shape.named else None
-                    status, stop = shape.decide(buf, at, eos, match)
+                    decide = shape.compiled  # `Shape.decide` with no pause, less a call
+                    status, stop = (decide(buf, at, eos, match) if decide is not None
+                                    else shape.walk(buf, at, eos, match))
                 if status == FAIL:
                     if not at and not eos and id(delim) in watch.start_dies:
                         clock.dead_at_start.add(id(delim))  # a ^-shape failed at index 0: for good

@@ -246,3 +246,27 @@ def test_fields_whose_literals_overlap_with_and_without_shortcuts(opens, content
         return
     assert parse_response(text, template, prefix="") == expected
     assert parse_stream(load_template(template), "", [c for c in text]).result() == expected
+
+
+def test_many_literals_skip_the_candidate_table():
+    """`WatchSet.candidates` compares every literal of a state with every delimiter's: past
+    `parsing.scanner.MAX_CANDIDATE_PAIRS` pairs (a template of many fields, each with many literals) there is none,
+    and `shape_step` decides every delimiter as before; the parse is the reference's either way."""
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    from parsing.scanner import MAX_CANDIDATE_PAIRS, watch_sets
+
+    fields = {"content": {}}
+    for i in range(60):
+        fields[f"f{i}"] = {"open_pattern": "(?:" + "|".join(f"<t{i}_{j}>" for j in range(8)) + r")\s*",
+                           "close_pattern": f"</t{i}>"}
+    template = {"start_anchor": "S", "fields": fields}
+    watch = watch_sets(load_template(template))["content"]
+    assert len(watch.literal_set) ** 2 > MAX_CANDIDATE_PAIRS and watch.candidates == {}
+    small = {"start_anchor": "S", "fields": dict(list(fields.items())[:3])}
+    assert watch_sets(load_template(small))["content"].candidates  # a few fields: the table is there
+    for spec in (template, small):
+        text = "x<t1_3> one </t1> y <t0_7>\ntwo</t0> <t2_0"
+        expected = reference_parse(text, spec, prefix="")
+        assert parse_response(text, spec, prefix="") == expected
+        assert parse_stream(load_template(spec), "", list(text)).result() == expected
