@@ -71,7 +71,7 @@ class _Plan:
                         for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
-        self.fast = {state: None if w.triggers is None else (frozenset(w.triggers), w.finder, w.at_start,
+        self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
                                                              self.dirty.get(state, False))
                      for state, w in self.watch.items()}
         self.no_fast = dict.fromkeys(self.fast)  # with spans, no fast path
@@ -322,8 +322,10 @@ class ResponseParser:
         if fast is not None and text and (self._tail or self._pos == self._base + len(self._buf)):
             found = None
             if self._pos or not fast[2]:
-                if not fast[0].isdisjoint(text):
-                    found = fast[1].search(text)
+                for char in fast[0]:  # most often one ('<'): cheaper than any set operation
+                    if char in text:
+                        found = fast[1].search(text)
+                        break
                 if found is None:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
                     # goes to the current region.
