@@ -59,12 +59,15 @@ class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
     __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "no_fast", "keep_context", "context", "trim_gap",
-                 "history", "readers", "origin_search", "start", "defaults", "plain_defaults", "required")
+                 "history", "readers", "origin_search", "start", "text", "defaults", "plain_defaults", "required")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
         self.dirty = {name: f.dirty for name, f in template.fields.items()}
         self.quick = {name: quick_parser(f.content, f.content_args) for name, f in template.fields.items()}
+        # Per text field without a transform: its whole value function (`_build_value` gives just that for text).
+        self.text = {name: self.quick[name] if f.content == "text" and f.transform is None else None
+                     for name, f in template.fields.items()}
         # Per field, its content parser as a function of (body, context) with the arguments read once (None: none
         # such; `parse_content` reads them at each close).
         self.readers = {name: xml_inline_reader(f.content_args) if f.content == "xml-inline" else None
@@ -96,7 +99,7 @@ class _Plan:
         self.required = tuple(name for name, f in template.fields.items() if not f.optional)
         # A new parser's attributes taken from the template (`ResponseParser.__init__`'s order).
         self.start = (template.fields, template.implicit, template.implicit, self.watch, self.dirty, self.quick,
-                      self.keep_context, self.context, self.trim_gap, self.origin_search, self.fast,
+                      self.text, self.keep_context, self.context, self.trim_gap, self.origin_search, self.fast,
                       self.fast[template.implicit])
         # (kept prefix, regex_timeout) -> the parser's state after reading that prefix, when reading it committed
         # no region and left no search state behind (`ResponseParser._read_prefix`): most responses of one
@@ -177,7 +180,7 @@ class ResponseParser:
     # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
     # for the `feed` override of a time-budgeted parser (and for callers that annotate a parser).
     __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
-                 "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_keep_context", "_context",
+                 "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
                  "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
                  "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
@@ -214,8 +217,9 @@ class ResponseParser:
             plan = _Plan.of(template)
         self._plan = plan
         # What every parser of the template starts from (`_Plan.start`), in one unpacking.
-        (self._fields, self._implicit, self._current, self._watch, self._dirty, self._quick, self._keep_context,
-         self._context, self._trim_gap, self._origin_search, self._fast_states, self._fast) = plan.start
+        (self._fields, self._implicit, self._current, self._watch, self._dirty, self._quick, self._text,
+         self._keep_context, self._context, self._trim_gap, self._origin_search, self._fast_states,
+         self._fast) = plan.start
         if spans:  # every chunk is accounted for: no fast path
             self._fast_states, self._fast = plan.no_fast, None
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
@@ -797,7 +801,10 @@ class ResponseParser:
             field = self._fields[current]
             raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
             built = True
-            if self._recover:
+            text = self._text[current]
+            if text is not None:
+                value = text(raw)  # a text field without a transform (str.strip or str: never raises)
+            elif self._recover:
                 try:
                     value = self._build_value(field, raw)
                 except BudgetExceededError:

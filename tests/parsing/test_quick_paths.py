@@ -362,3 +362,33 @@ def test_every_present_arguments_schema_is_read_as_the_reference_reads_it(schema
         except Exception as exc:  # noqa: BLE001 - the exception type and text are compared
             return type(exc).__name__, str(exc)
     assert outcome(parse_response) == outcome(reference)
+
+
+@pytest.mark.parametrize("content_args", [{}, {"strip": False}, {"strip": 0}, None])
+@pytest.mark.parametrize("options", [{}, {"recover": True}, {"spans": True}])
+def test_text_region_close_shortcut_agrees_with_the_reference(content_args, options):
+    """A text field without a transform closes with its quick parser alone (`_Plan.text`): the same messages and
+    events as the reference, stripped or not, joined or repeated, with tools offered or not."""
+    from transformers.utils.chat_parsing import ResponseParser as Reference
+
+    from parsing import ResponseParser
+
+    fields = {"reasoning_content": {"open": "<think>", "close": "</think>"},
+              "notes": {"open": "<n>", "close": "</n>", "repeats": True},
+              "content": {"close": "<end>", "repeats": True, "join": ""}}
+    for field in fields.values():
+        if content_args is not None:
+            field["content_args"] = content_args
+    template = {"start_anchor": "S", "fields": fields}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": {"type": "integer"}}}}}]
+    text = "<think> a b \n</think> hi <n> 1 </n><n>2</n> there <end> more "
+    for offered in (None, tools):
+        ours = ResponseParser(template, prefix="", tools=offered, **options)
+        theirs = Reference(template, prefix="", tools=offered)
+        our_events = [e for piece in (text[:9], text[9:30], text[30:]) for e in ours.feed(piece)]
+        their_events = [e for piece in (text[:9], text[9:30], text[30:]) for e in theirs.feed(piece)]
+        our_message, our_final = ours.finalize()
+        their_message, their_final = theirs.finalize()
+        assert our_message == their_message
+        strip = lambda events: [{k: v for k, v in e.items() if k not in ("start", "end")} for e in events]  # noqa: E731
+        assert strip(our_events + our_final) == their_events + their_final
