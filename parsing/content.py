@@ -193,24 +193,22 @@ def _tags_object(matches: list, key_group: int, value_group: int | None, value_p
 
 def xml_inline_reader(args: Any) -> Callable[[str, ParseContext], dict] | None:
     """``lambda body, ctx: parse_xml_inline(body, args, ctx)`` for ``args`` read once (a field's ``content_args``,
-    read when its template is first parsed), where they are a dict with a string ``tag_pattern`` that compiles, is
-    not refused (`too_large`) and has a ``key`` group: the same value and errors, without reading the arguments and
-    the pattern's groups again at every region close. None for any other ``args``."""
+    read when its template is first parsed) where they are a dict with a string ``tag_pattern``: the same value and
+    errors, without reading the arguments again at every region close. The pattern is still read at each call
+    (`_tag_pattern`, kept per pattern text: compiled at the first close, as `parse_xml_inline` does); one refused,
+    or without a ``key`` group, goes to `parse_xml_inline` for its error. None for any other ``args``."""
     if type(args) is not dict:
         return None
     tag_pattern = args.get("tag_pattern")
     if type(tag_pattern) is not str:
         return None
-    try:
-        compiled, why, key_group, value_group = _tag_pattern(tag_pattern)
-    except Exception:  # noqa: BLE001 - a pattern that does not compile: `parse_xml_inline` raises it at each close
-        return None
-    if why is not None or key_group is None:
-        return None
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
 
     def read(body: str, ctx: ParseContext) -> dict:
+        compiled, why, key_group, value_group = _tag_pattern(tag_pattern)  # (regex.error as parse_xml_inline's)
+        if why is not None or key_group is None:
+            return parse_xml_inline(body, args, ctx)
         matches = run_regex(compiled, "finditer", body, limits=ctx, field=ctx.field, role=f"{ctx.path}tag_pattern",
                             source=tag_pattern)
         return _tags_object(matches, key_group, value_group, value_parser, merge, ctx, tag_pattern)
