@@ -16,6 +16,7 @@ from typing import Any
 from .icons import icon
 from .jsonsize import json_head, json_size
 from .render import escape, field_class, visible_whitespace
+from .session import value_note
 
 MAX_VALUE_CHARS = 4000  # characters of a region's value shown
 MAX_EVENTS = 12  # events listed for one character
@@ -105,7 +106,8 @@ def _region(view: Any, field: str, x: int) -> dict | None:
               if e.get("index", 0) > op.get("index", 0)]
     close = min(closes, key=lambda e: e.get("index", 0)) if closes else None
     return {"open": (op.get("start"), op.get("end")), "close": (close.get("start"), close.get("end")) if close
-            else None, "closed": close is not None, "value": close.get("value") if close else None}
+            else None, "closed": close is not None, "value": close.get("value") if close else None,
+            "dropped": close if close is not None and "value_size" in close else None}
 
 
 def _code(value: Any) -> str:
@@ -170,7 +172,9 @@ def details_html(view: Any, template_text: str, x: int | None) -> str:
     reg = d["region"]
     if reg is not None:
         if reg["closed"]:
-            rows.append(("region value", f"characters {reg['open'][0]}–{reg['close'][1]}{_value_html(reg['value'])}"))
+            value = (f'<pre class="insp-value">{escape(reg["dropped"]["value_head"][:MAX_VALUE_CHARS])}\n'
+                     f'{escape(value_note(reg["dropped"]))}</pre>' if reg["dropped"] else _value_html(reg["value"]))
+            rows.append(("region value", f"characters {reg['open'][0]}–{reg['close'][1]}{value}"))
         else:
             rows.append(("region value", "open: no value yet" if not d["final"] else "never closed"))
     if d["held"]:

@@ -330,6 +330,8 @@ def events_html(events: list[dict], limit: int = EVENT_ROWS, around: int | None 
         t = ev.get("type", "")
         if t == "region_chunk":
             body = _clip(visible_whitespace(ev.get("text", "")), 300)
+        elif t == "region_close" and "value_size" in ev:  # the log kept only its head (`LiveParse._keep_value`)
+            body = ev.get("value_head", "")[:300] + f"… (at least {ev['value_size']:,} characters, not kept)"
         elif t == "region_close":  # only what the row shows: a value may be gigabytes as JSON (`json_head`)
             body, whole = json_head(ev.get("value"), 300)
             body = body if whole else body + "…"

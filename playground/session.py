@@ -20,7 +20,7 @@ import parsing
 from examples import default_template
 
 from .compact import ChunkedText, IntArray, Offsets, Records, delimiter_log, event_log, segment_log
-from .jsonsize import json_size
+from .jsonsize import json_head, json_size, memory_size
 from .limits import RequestBudget
 
 MAX_ERRORS = 200  # region errors listed per parse (a template failing on every region would list thousands)
@@ -29,6 +29,10 @@ MAX_ERROR_CHARS = 2000  # characters kept of each error message
 # but a transform that repeats a value thousands of times shares it (a 250 MB JSON held in a few KB), and measuring
 # on would cost seconds; a public server does not keep such a message anyway (`Limits.max_message_chars`).
 NBYTES_MESSAGE_CHARS = 8 << 20
+# Values kept in events (and the message) count at most this many bytes each in memory accounting: measuring on
+# would cost time; with a shown-message cap (a public server) the kept values are bounded long before this.
+NBYTES_VALUE_BYTES = 256 << 20
+VALUE_HEAD_CHARS = 1000  # characters of JSON kept of a region value over the cap (the event log shows 300)
 
 #: The template the editor starts from when the model brings none: the project's default (the library's).
 SKELETON_TEMPLATE = default_template()
@@ -101,7 +105,9 @@ class ParseView:
     budget's ``max_transform_values``).  ``message``: the final dict (None
     until final, on error, or when it is over ``message_limit``).  ``message_limit``: the largest message (in
     characters of JSON, `playground.jsonsize.json_size`) the page may show, None: any; ``message_size``: set when
-    the final message was over it: its JSON is at least that many characters (the message itself is dropped).  ``segments``, ``delimiters`` and ``events`` are
+    the final message was over it: its JSON is at least that many characters (the message itself is dropped).
+    ``values_nbytes``: bytes of Python memory held by the region values kept in ``events`` and by ``message``
+    (`playground.jsonsize.memory_size`).  ``segments``, ``delimiters`` and ``events`` are
     sequences of dicts; a `LiveParse` view keeps them as `playground.compact.Records`
     (arrays; each dict rebuilt when read).
     """
@@ -122,6 +128,7 @@ class ParseView:
     preview: PartialMessage | None = None
     message_limit: int | None = None
     message_size: int | None = None
+    values_nbytes: int = 0
 
     @property
     def cut(self) -> dict | None:
@@ -136,11 +143,14 @@ class ParseView:
 
     @property
     def nbytes(self) -> int:
-        """Approximate bytes this view holds (its message counted once, as JSON)."""
+        """Approximate bytes this view holds: text, records, errors, and the Python memory of the region values
+        and the message (``values_nbytes``; a view built by hand without it counts its message as JSON)."""
         size = len(self.text) * (1 if self.text.isascii() else 4) + len(self.dropped_prefix)
         for part in (self.segments, self.delimiters, self.events, self.chunk_starts):
             size += getattr(part, "nbytes", 100 * len(part))
         size += sum(len(e.get("message", "")) + 100 for e in self.errors)
+        if self.values_nbytes:
+            return size + self.values_nbytes
         return size + json_size(self.message, NBYTES_MESSAGE_CHARS) if self.message is not None else size
 
 
@@ -161,7 +171,7 @@ class PartialMessage:
             self._open.setdefault(f, []).append(ev.get("text", ""))
         elif t == "region_close":
             self._open.pop(f, None)
-            v = ev.get("value")
+            v = ev.get("value") if "value_size" not in ev else value_note(ev)
             msg = self._msg
             if isinstance(msg.get(f), list):
                 msg[f].append(v)
@@ -218,6 +228,10 @@ class LiveParse:
         self.failed = False
         self._last_open: dict[str, int] = {}
         self.preview = PartialMessage()
+        # JSON characters of region values the events may still keep (the shown-message cap: what a message may
+        # hold, the events hold no more); None: no cap. A value over what is left keeps only its head.
+        self._value_chars_left = self.budget.max_message_chars
+        self.values_nbytes = 0  # Python memory of the kept values (`memory_size`), for `ParseView.nbytes`
         self._text_len_done = 0  # stream length once the parser stopped
         self._fed = 0  # generation characters fed to the parser
         try:
@@ -266,9 +280,32 @@ class LiveParse:
                     err["timeout"] = True  # the reference has no regex timeout: it would hang on this
                 elif err is not None and message.startswith("ValuesBudgetError:"):
                     err["values"] = True  # the reference has no such count: it would build them all
+            elif etype == "region_close" and "value" in ev:
+                ev = self._keep_value(ev)
             self.preview.add(ev)
             ev = dict(ev, phase=phase)
             log.append(ev)
+
+    def _keep_value(self, ev: dict) -> dict:
+        """``ev`` (a region_close) as the log keeps it: whole while the values kept so far fit the shown-message
+        cap, else with ``value`` replaced by ``value_head`` (the first `VALUE_HEAD_CHARS` characters of its JSON)
+        and ``value_size`` (its JSON is at least that long): a transform can build a value of hundreds of MB from
+        a short text, and a kept view must not hold what the page will not show. Counts what it keeps in
+        ``values_nbytes``."""
+        value = ev["value"]
+        left = self._value_chars_left
+        if left is not None:
+            size = json_size(value, left)
+            if size > left:
+                head = json_head(value, VALUE_HEAD_CHARS)[0]
+                self.values_nbytes += len(head) + 100
+                ev = {k: v for k, v in ev.items() if k != "value"}
+                ev["value_head"], ev["value_size"] = head, size
+                return ev
+            self._value_chars_left = left - size
+        if self.values_nbytes <= NBYTES_VALUE_BYTES:
+            self.values_nbytes += memory_size(value, NBYTES_VALUE_BYTES)
+        return ev
 
     def feed(self, chunk: str) -> None:
         """Feed one generation chunk (str); empty chunks are ignored.
@@ -327,9 +364,11 @@ class LiveParse:
                 size = json_size(message, cap) if cap is not None else 0
             self._add(events, "final")
             if cap is not None and size > cap:
-                self.message_size = size  # the page says so instead; the events keep the values
+                self.message_size = size  # the page says so instead; the events keep the values that fit the cap
             else:
                 self.message = message
+                if self.values_nbytes <= NBYTES_VALUE_BYTES:  # its values may be the events' own: counted twice
+                    self.values_nbytes += memory_size(message, NBYTES_VALUE_BYTES)
         except Exception as e:  # noqa: BLE001
             self._fail(e)
 
@@ -359,7 +398,15 @@ class LiveParse:
                          chunk_starts=self.chunk_starts, held=held, errors=self.errors,
                          message=self.message, final=self.final, field_names=self.field_names,
                          errors_dropped=self.errors_dropped, preview=self.preview,
-                         message_limit=self.budget.max_message_chars, message_size=self.message_size)
+                         message_limit=self.budget.max_message_chars, message_size=self.message_size,
+                         values_nbytes=self.values_nbytes)
+
+
+def value_note(ev: dict) -> str:
+    """What the page shows for a region value the log did not keep (a region_close event with ``value_size``,
+    `LiveParse._keep_value`)."""
+    return (f"… (value not kept: as JSON it is at least {ev['value_size']:,} characters, more than this server "
+            f"keeps for one parse)")
 
 
 def region_error_words(message: str, raw: str) -> str:

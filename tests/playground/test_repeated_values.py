@@ -146,7 +146,9 @@ def test_a_live_preview_over_the_cap_is_a_note():
         budget=RequestBudget(None, None, 100_000))
     live.feed("<r>" + "y" * 1000 + "</r>and more")
     shown = draw(live.view(), preview=True)
-    assert isinstance(shown.message, str) and "at least 10" in shown.message, shown.message
+    # the close's value was over the cap: the event keeps its head only, and the preview says so in its place
+    assert shown.message["content"] == "and more" and "value not kept" in shown.message["r"], shown.message
+    assert "at least 100," in shown.message["r"] and json_size(shown.message) < 1000
     live.feed(" text")
     live.finalize()
     assert live.message is None and live.message_size > 100_000
@@ -219,3 +221,69 @@ def test_a_chat_turn_over_the_cap_joins_the_history_as_its_text():
     bubbles = render.history_to_chat(sess.history)
     assert json_size(bubbles, 1_000_000) < 100_000
     assert sess.nbytes < 1_000_000  # the history holds the text (its JSON was 250 MB as a message)
+
+
+EACH_DICTS = {"start_anchor": "S", "fields": {"content": {}, "t": {
+    "open": "<t>", "close": "</t>", "content": "json", "transform_each": True,
+    "transform": {"a": [{"k": "{c}"}] * 200}}}}
+
+
+def _each_run(items: int, repeats: int = 1) -> Run:
+    raw = ("<t>[" + ",".join(['{"c":0}'] * items) + "]</t>") * repeats
+    return Run(prefix="S", chunks=[raw[i:i + 4] for i in range(0, len(raw), 4)], template_text=json.dumps(
+        EACH_DICTS if repeats == 1 else {**EACH_DICTS, "fields": {**EACH_DICTS["fields"], "t": {
+            **EACH_DICTS["fields"]["t"], "repeats": True}}}))
+
+
+def test_a_kept_view_over_the_cap_holds_only_a_head_of_the_value_and_counts_what_it_holds():
+    """Trial 9: a transform_each building 480k distinct dicts from a 19 KB paste kept 92.8 MB in the region_close
+    event of the stored view (a public server: the message itself over the cap, dropped) while ``nbytes`` said
+    0.02 MB, so the sessions-memory cap never saw it. The event now keeps the head of the value's JSON and its
+    size, and ``nbytes`` counts the Python memory of every value the view keeps."""
+    from playground.jsonsize import memory_size
+    from playground.session import VALUE_HEAD_CHARS
+
+    run = _each_run(300)  # 60,000 distinct dicts: about 14 MB in memory, 600 KB as JSON
+    whole = parse_run(run).message["t"]  # no cap: the whole value
+    assert len(whole) == 300 and whole[0] == {"a": [{"k": 0}] * 200}
+    cap = 100_000
+    view = parse_run(run, budget=RequestBudget(None, None, cap))
+    assert view.final and view.message is None and view.message_size > cap and not view.errors
+    closes = [ev for ev in view.events if ev["type"] == "region_close" and ev["field"] == "t"]
+    assert len(closes) == 1 and "value" not in closes[0]
+    assert cap < closes[0]["value_size"] <= json_size(whole)
+    assert closes[0]["value_head"] == json.dumps(whole, ensure_ascii=False)[:VALUE_HEAD_CHARS]
+    held = memory_size([ev.get("value") for ev in view.events])
+    assert held < 20_000, held  # was 14 MB
+    assert view.nbytes >= held + VALUE_HEAD_CHARS
+    # the page still draws the parse: the event log row says what was not kept, the timeline shows the region
+    drawn = render_all(view)
+    assert "not kept" in drawn["events"] and "region_close" in drawn["events"]
+    assert 'data-status="final"' in drawn["timeline"]
+    from playground import inspector
+
+    details = inspector.details_html(view, run.template_text, run.text.index("[") + 1 + view.prefix_length)
+    assert "value not kept" in details and "at least" in details and render.escape('[{"a": [{"k": 0}') in details
+
+
+def test_values_kept_by_the_events_stay_within_the_cap_and_are_counted():
+    """Each close's value is kept while all the kept values fit the cap as JSON; later ones keep their head."""
+    from playground.jsonsize import memory_size
+
+    template = {"start_anchor": "S", "fields": {"content": {}, "t": {
+        "open": "<t>", "close": "</t>", "repeats": True, "transform": {"a": [{"k": "{content}"}] * 200}}}}
+    raw = "".join(f"<t>v{i}</t>" for i in range(5))
+    run = Run(prefix="S", chunks=[raw[i:i + 3] for i in range(0, len(raw), 3)], template_text=json.dumps(template))
+    whole = parse_run(run).message["t"]
+    assert whole == [{"a": [{"k": f"v{i}"}] * 200} for i in range(5)]  # 5 closes, 2,602 characters of JSON each
+    one = json_size(whole[0])
+    view = parse_run(run, budget=RequestBudget(None, None, 2 * one + 10))  # room for two values
+    closes = [ev for ev in view.events if ev["type"] == "region_close" and ev["field"] == "t"]
+    assert [("value" in ev) for ev in closes] == [True, True, False, False, False]
+    assert [ev["value"] for ev in closes[:2]] == whole[:2] and view.message is None
+    assert [ev["value_head"] for ev in closes[2:]] == [json.dumps(v)[:1000] for v in whole[2:]]
+    held = memory_size([ev.get("value") for ev in view.events])
+    assert held > 2 * 200 * 50 and view.nbytes >= held
+    unlimited = parse_run(run)  # no cap: everything kept, and counted
+    assert all("value" in ev for ev in unlimited.events if ev["type"] == "region_close")
+    assert unlimited.nbytes >= memory_size([ev.get("value") for ev in unlimited.events])
