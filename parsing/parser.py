@@ -178,7 +178,7 @@ class ResponseParser:
 
     # Slots: past 30 attributes an instance's __dict__ stops sharing its keys with the others' on CPython 3.11,
     # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
-    # for the `feed` override of a time-budgeted parser (and for callers that annotate a parser).
+    # for callers that annotate a parser.
     __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
                  "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
                  "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
@@ -210,8 +210,7 @@ class ResponseParser:
         self._time_budget = time_budget
         self._spent = 0.0
         if time_budget is not None:  # keeps the unbudgeted `feed` and `finalize` free of any per-call check
-            self.feed = self._budgeted_feed
-            self.finalize = self._budgeted_finalize
+            self.__class__ = _BudgetedParser  # not bound methods on the instance: a cycle kept its message alive
         plan = template.derived.get("parser")
         if plan is None:
             plan = _Plan.of(template)
@@ -891,6 +890,17 @@ class ResponseParser:
             last[3] = end
         else:
             self._segments.append([kind, field, start, end])
+
+
+class _BudgetedParser(ResponseParser):
+    """A `ResponseParser` with a ``time_budget``: `feed` and `finalize` run under it (`ResponseParser._timed`).
+    The constructor switches an instance to this class, so the unbudgeted methods carry no per-call check and no
+    instance refers to itself (bound methods stored on it made a reference cycle that kept the whole message
+    alive until a full garbage collection)."""
+
+    __slots__ = ()
+    feed = ResponseParser._budgeted_feed
+    finalize = ResponseParser._budgeted_finalize
 
 
 def parse_response(text: str, template: Any, *, prefix: str | None = None,
