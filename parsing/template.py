@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import re as _stdlib_re
 from copy import deepcopy
 from dataclasses import dataclass, field as dc_field
@@ -889,9 +890,14 @@ def loads_template(text: str) -> CompiledTemplate:
     try:
         template = json.loads(text)
     except json.JSONDecodeError as exc:
+        if exc.pos == 0 and text.startswith("\ufeff"):  # json's own words advise a codec the user never chose
+            raise TemplateError("not valid JSON: the template starts with a byte-order mark (U+FEFF); remove it",
+                                "", line=1, column=1) from exc
         raise TemplateError(f"not valid JSON: {exc.msg}", "", line=exc.lineno, column=exc.colno) from exc
     except RecursionError:
         raise TemplateError("the JSON is nested too deeply to be a response template") from None
+    except ValueError as exc:  # an integer longer than Python converts: its message names sys internals, no place
+        raise _long_number_error(text) from exc
     try:
         return _validate_dict(template)
     except TemplateError as exc:
@@ -899,6 +905,24 @@ def loads_template(text: str) -> CompiledTemplate:
         raise exc.located(line, column) from exc
     except RecursionError:
         raise TemplateError("the template is nested too deeply (a transform, most likely)") from None
+
+_JSON_STRING = _stdlib_re.compile(r'"(?:[^"\\]|\\.)*"', _stdlib_re.S)
+
+
+def _long_number_error(text: str) -> TemplateError:
+    """The `TemplateError` for JSON ``text`` that ``json.loads`` refused with a plain ValueError: a number with
+    more digits than Python converts to an int (``sys.get_int_max_str_digits()``, 4,300 by default), located at
+    the first such number outside strings."""
+    limit = sys.get_int_max_str_digits() or float("inf")
+    blanked = _JSON_STRING.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)  # same offsets
+    for m in _stdlib_re.finditer(r"\d+", blanked):
+        if len(m.group()) > limit:
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            return TemplateError(f"not valid JSON: a number with {len(m.group()):,} digits, more than the "
+                                 f"{limit:,} a template number may have", "", line=line, column=column)
+    return TemplateError("not valid JSON: a number too long to read")
+
 
 _PATH_TOKEN = _stdlib_re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
