@@ -277,8 +277,10 @@ def timeline_html(view: ParseView, max_chars: int = TIMELINE_MAX_CHARS, start: i
         parts.append(f'<div class="tl-note">Showing characters {a}–{b} of {n}; the rest is not drawn '
                      f'to keep the page responsive (use “Timeline from” to move the window).</div>')
     if view.dropped_prefix:
-        parts.append(f'<div class="tl-note">{len(view.dropped_prefix)} prompt characters before the start '
-                     f'anchor are not parsed and not shown.</div>')
+        count = len(view.dropped_prefix)  # the start anchor's match included
+        what = "first character, the start anchor, is" if count == 1 else \
+            f"first {count:,} characters, up to the end of the start anchor, are"
+        parts.append(f'<div class="tl-note">The prompt’s {what} not parsed and not shown.</div>')
     elif view.anchor_missing:
         parts.append(f'<div class="tl-warn" id="anchor-missing" role="note">{icon("warning")} '
                      f'{escape(ANCHOR_MISSING_NOTE[0].upper() + ANCHOR_MISSING_NOTE[1:])}</div>')
@@ -391,7 +393,7 @@ def message_too_large(size: int, limit: int) -> str:
     """What the page says instead of a parsed message whose JSON is at least ``size`` characters, over the
     server's cap ``limit`` (`playground.limits.Limits.max_message_chars`)."""
     return (f"The parsed message is not shown: as JSON it is at least {size:,} characters, over this server's "
-            f"limit of {limit:,} (--max-message-chars). The template repeats values: each \"{{placeholder}}\" of a "
+            f"limit of {limit:,}. The template repeats values: each \"{{placeholder}}\" of a "
             f"transform copies the whole value it names (and a join adds its text between matches), so a short text "
             f"can make a huge message. The timeline and the event log still show the parse; to see the message, "
             f"{SERVER_HINT}.")

@@ -136,3 +136,18 @@ def test_a_model_named_with_a_detour_is_the_same_model_said_once_and_already_loa
     assert sess.model_id == tiny_model_dir  # one spelling for one model: later messages name it so
     assert "already loaded" in sess.notice.text and "loaded in" not in sess.notice.text, sess.notice.text
     assert backends.is_loaded(detour) and backends.load_model(detour).name == tiny_model_dir
+
+
+def test_the_dropped_prefix_note_counts_in_words_and_the_cap_note_names_no_server_flag():
+    """Trial 9: "1 prompt characters"; and the over-cap note named --max-message-chars, which a visitor of a public
+    server cannot set: it says the server's limit in words."""
+    from playground import render
+    from playground.session import Run, parse_run
+
+    template = json.dumps({"start_anchor": "S", "fields": {"content": {}}})
+    for prefix, said in (("S", "The prompt’s first character, the start anchor, is not parsed"),
+                         ("xyzS", "The prompt’s first 4 characters, up to the end of the start anchor, are not")):
+        view = parse_run(Run(prefix=prefix, chunks=("hi",), template_text=template))
+        assert view.dropped_prefix == prefix and said in render.timeline_html(view)
+    note = render.message_too_large(2_000_123, 2_000_000)
+    assert "--" not in note and "over this server's limit of 2,000,000" in note and "at least 2,000,123" in note
