@@ -7,7 +7,8 @@ a call's open would wait for the end of the stream. This module finds, per top-l
 pattern, whether a match of that branch ending before the buffer edge is decided by the text already there:
 
 * the branch is a sequence of single characters (a literal, a set, a class), greedy repeats of one such
-  character, and groups of those (no alternation or nested repeat), followed only by positive lookaheads;
+  character, and groups of those (no alternation or nested repeat), followed only by positive lookaheads
+  (that capture nothing: a capture in one may still grow);
 * every repeat of variable length can never give characters back: the characters it repeats are disjoint from
   every character that what follows it (including the lookaheads) could read first, or what follows matches
   the empty text unconditionally;
@@ -260,8 +261,8 @@ def _flatten(items) -> list:
 
 
 def _check_body(items, direction: int) -> None:
-    """A lookahead's body (``direction`` 1) may be any pattern that cannot depend on the end of the text or look
-    behind; a lookbehind's (-1), any that cannot look ahead (``^`` allowed: the scan buffer keeps context)."""
+    """A lookahead's body (``direction`` 1) may be any pattern that cannot depend on the end of the text, look
+    behind or capture; a lookbehind's (-1), any that cannot look ahead (``^`` allowed: the scan buffer keeps context)."""
     for op, av in items:
         if op is _c.AT and direction == -1 and av in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
             continue
@@ -273,6 +274,10 @@ def _check_body(items, direction: int) -> None:
             _check_body(av[1], direction)
         elif op is _c.SUBPATTERN:
             if av[1] or av[2]:
+                raise _Unknown
+            if direction == 1 and av[0] is not None:
+                # A capture in a lookahead may read on to the buffer edge (`(?=(?P<name>b\w*))`): the lookahead
+                # keeps holding whatever follows, but the capture can still grow, and with it the delimiter's value.
                 raise _Unknown
             _check_body(av[-1], direction)
         elif op is _c.BRANCH:

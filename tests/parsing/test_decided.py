@@ -19,6 +19,7 @@ SHAPED = st.sampled_from([
     r"<a>\s*", r"<a>(?P<n>[^\s<]+)(?=\s*<(?:a|/b)>)", r"</a>\s*|(?=<b>)", r"a[^>\n]+>(?=\s*<)", r"<a>(?=\s*\{)",
     r"x\d+\s*", r"a\s*[^<]*", r"(?<=a\s*)<b>\s*", r"a[ab]*b", r"a\s{0,2}", r"a[^a]*a", r"<(?P<n>\w+)>\s*",
     r"^\s*<a>", r"^\s*<a>|^(?=\s*[^\s<])", r"\A<a>\s*", r"^", r"<b>|^\s*(?:<a>|(?=</a>))",
+    r"(?=(?P<n>a\w*))", r"<a(?=(?P<n>[^>]+)>)",
 ])
 
 
@@ -100,6 +101,10 @@ def test_shapes():
     assert decided(r"(?i)<a>\s*|<b>") is None  # an inline flag
     assert decided(r"<a>\s*(?!x)") is None
     assert decided(r"a\s*(?<=\s)") is None  # a lookbehind after a variable repeat
+    # a capture in a lookahead can still grow after the lookahead holds (trial 9); a plain group cannot capture
+    assert decided(r"(?=(?P<name>b\w*))") is None
+    assert decided(r"<c(?=(?P<name>\w+))") is None
+    assert decided(r"<a>(?=(?:\s*)\{)") == [True]
 
     def at_edge(pattern):
         return [b.edge_final for b in decided_branches(pattern, regex.compile(pattern, regex.DOTALL))]

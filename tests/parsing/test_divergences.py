@@ -26,6 +26,24 @@ def _tpl(fields):
 
 DIVERGENCES = [
     pytest.param(
+        # Reason: a capture inside a lookahead reads on to the buffer edge. The lookahead holds whatever
+        # follows, so the reference commits the zero-width open at once, with the capture cut where the chunk
+        # ended (`b`); uncut, the greedy `\w*` takes `bcd`.
+        _tpl({"content": {}, "t": {"open_pattern": r"(?=(?P<name>b\w*))",
+                                   "transform": {"v": "{content}", "name": "{name}"}}}),
+        "", "x bcd", ["x b", "cd"],
+        {"content": "x", "t": {"v": "bcd", "name": "bcd"}}, {"content": "x", "t": {"v": "bcd", "name": "b"}},
+        id="lookahead_capture_at_edge",
+    ),
+    pytest.param(
+        # Reason: the same with a consuming open before the lookahead (`<c` is final, its capture is not).
+        _tpl({"content": {}, "t": {"open_pattern": r"<c(?=(?P<name>\w+))",
+                                   "transform": {"v": "{content}", "name": "{name}"}}}),
+        "", "x <cabc y", ["x <ca", "bc y"],
+        {"content": "x", "t": {"v": "abc y", "name": "abc"}}, {"content": "x", "t": {"v": "abc y", "name": "a"}},
+        id="lookahead_capture_after_literal",
+    ),
+    pytest.param(
         # Reason: a regex match that stops before the buffer edge is treated as final by the reference
         # even though the optional tail `(?:\s*</wrap>)?` could still extend it: with the buffer ending in
         # `</x>\n` it commits `</x>`, and `\n</wrap>` then leaks into the implicit content region.
