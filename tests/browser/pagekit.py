@@ -83,13 +83,37 @@ def paste_and_parse(page, raw, prefix=""):
     page.wait_for_selector(FINAL)
 
 
-def set_max_tokens(page, n):
+# Resolves after two animation frames: whatever the page queued for the next frame has run.
+TWO_FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))"
+
+
+def open_settings(page):
+    """Open the Chat tab's settings accordion and wait until Gradio has finished showing its fields.
+
+    Gradio 6 draws a closed accordion's fields only when it first opens, and one animation frame later pushes
+    their stored values into them (`render_previously_invisible_children` in its core): a value typed within
+    that frame is overwritten with the old one. A person cannot type there (the fields first paint in that very
+    frame); Playwright can, and then Send used the old value (a seed flake under load)."""
     tab(page, "Chat")
-    box = page.locator("#max-new-tokens input[type=number]")
-    if not box.is_visible():
+    if not page.locator("#seed input").is_visible():
         page.click("#settings .label-wrap")
-    box.fill(str(n))
-    box.press("Enter")
+    page.wait_for_selector("#seed input", state="visible")
+    page.evaluate(TWO_FRAMES)
+
+
+def set_number(page, elem_id, value, key="Tab"):
+    """Type ``value`` into the settings number box ``elem_id`` and commit it with ``key``; fails at once if the
+    page does not keep it (rather than later, in a run that used the old value)."""
+    open_settings(page)
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press(key)
+    page.evaluate(TWO_FRAMES)
+    assert box.input_value() == str(value), f"#{elem_id} shows {box.input_value()!r} after typing {value!r}"
+
+
+def set_max_tokens(page, n):
+    set_number(page, "max-new-tokens", n, key="Enter")
 
 
 def send(page, text):

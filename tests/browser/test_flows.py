@@ -7,8 +7,8 @@ import time
 import zipfile
 
 from conftest import open_app
-from pagekit import (CALLING, FINAL, PREFIX, RAW, code_text, paste_and_parse, set_code, set_max_tokens, wait_status,
-                     wait_text)
+from pagekit import (CALLING, FINAL, PREFIX, RAW, code_text, paste_and_parse, set_code, set_max_tokens, set_number,
+                     wait_status, wait_text)
 
 
 def message_json(page, expect=None):
@@ -228,8 +228,7 @@ def test_demo_round_trip_with_builtin_model(page):
     page.click("#load-model")
     wait_status(page, "Loaded", timeout=60000)
     set_max_tokens(page, 160)
-    page.fill("#temperature input[type=number]", "0")
-    page.press("#temperature input[type=number]", "Enter")
+    set_number(page, "temperature", 0, key="Enter")
     page.click(f"#demo-prompts >> text={builtin_model.DEMO_PROMPTS[0]}")
     page.wait_for_function("v => document.querySelector('#user-input textarea').value === v",
                            arg=builtin_model.DEMO_PROMPTS[0], timeout=10000)

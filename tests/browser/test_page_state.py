@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import launch, open_app
-from pagekit import (CALLING, PLAIN, code_text, pick_library, send, set_code, set_max_tokens, tab, wait_code,
-                     wait_status, wait_text)
+from pagekit import (CALLING, PLAIN, code_text, pick_library, send, set_code, set_max_tokens, set_number, tab,
+                     wait_code, wait_status, wait_text)
 
 
 def _library(name):
@@ -243,11 +243,7 @@ def test_a_seed_out_of_range_is_refused_in_the_pages_words_and_nothing_streams(p
     line, the user's message gone and the timeline left saying it streams."""
     from playground.handlers import SEED_MAX
 
-    tab(page, "Chat")
-    if not page.locator("#seed input").is_visible():
-        page.click("#settings .label-wrap")
-    page.fill("#seed input", str(SEED_MAX + 1))
-    page.press("#seed input", "Tab")
+    set_number(page, "seed", SEED_MAX + 1)
     send(page, "hello there")
     wait_status(page, f"Seed must be -1 (random) or a whole number from 0 to {SEED_MAX:,}; got {SEED_MAX + 1}.")
     assert "ValueError" not in page.inner_text("#status")
