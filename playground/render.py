@@ -20,7 +20,7 @@ from parsing import locate_json_path
 from parsing.doctor.schema import wrong_types
 
 from .icons import icon
-from .jsonsize import json_head
+from .jsonsize import json_head, json_size
 from .limits import SERVER_HINT
 from .session import ParseView, PartialMessage, field_name_hints
 
@@ -399,6 +399,13 @@ def message_too_large(size: int, limit: int) -> str:
             f"{SERVER_HINT}.")
 
 
+def message_note_html(note: str | None) -> str:
+    """The note beside the Message view: ``note`` (`message_too_large`) with a warning icon, or nothing."""
+    if not note:
+        return ""
+    return f'<div class="tl-warn" id="message-note-text">{icon("warning")} {escape(note)}</div>'
+
+
 def md_text(s: Any) -> str:
     """Model or user text for a Markdown chat bubble, shown literally: HTML is escaped (so ``<b>``,
     ``<img>``, ``<style>`` appear as written) and bidi controls are made visible."""
@@ -413,6 +420,23 @@ def md_code(body: str, lang: str = "") -> str:
         longest = max(longest, cur)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{show_bidi(body)}\n{fence}"
+
+
+#: characters of JSON one chat bubble shows (a transform can make a value megabytes; the Message view has it all)
+BUBBLE_JSON_CHARS = 20000
+
+
+def json_block(value: Any) -> str:
+    """``value`` as a fenced JSON block for a chat bubble: indented when its JSON fits `BUBBLE_JSON_CHARS`, else
+    its first `BUBBLE_JSON_CHARS` characters (measured and cut with that much work) and a note that it is cut."""
+    if json_size(value, BUBBLE_JSON_CHARS) <= BUBBLE_JSON_CHARS:
+        body = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        if len(body) <= 2 * BUBBLE_JSON_CHARS:  # deep nesting can make the indented text several times longer
+            return md_code(body, "json")
+        return md_code(json.dumps(value, ensure_ascii=False, default=str), "json")
+    head = json_head(value, BUBBLE_JSON_CHARS)[0]
+    return md_code(head, "json") + f"\n\n*(cut: only the first {BUBBLE_JSON_CHARS:,} characters of this JSON are " \
+                                   "shown)*"
 
 
 def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
@@ -436,19 +460,16 @@ def assistant_turn(message: dict | None, streaming: bool = False) -> list[dict]:
             fn = call.get("function", call) if isinstance(call, dict) else {}
             name = fn.get("name", "?") if isinstance(fn, dict) else "?"
             args = fn.get("arguments") if isinstance(fn, dict) else call
-            body = json.dumps(args if args is not None else call, ensure_ascii=False, indent=2, default=str)
-            out.append({"role": "assistant", "content": md_code(body, "json"),
+            out.append({"role": "assistant", "content": json_block(args if args is not None else call),
                         "metadata": {"title": f"Tool call: {md_text(name)}"}})
     for k, v in message.items():
         if k in ("role", "content", "reasoning_content", "tool_calls", "_streaming"):
             continue
-        body = json.dumps(v, ensure_ascii=False, indent=2, default=str)
-        out.append({"role": "assistant", "content": md_code(body, "json"),
-                    "metadata": {"title": f"field: {md_text(k)}"}})
+        out.append({"role": "assistant", "content": json_block(v), "metadata": {"title": f"field: {md_text(k)}"}})
     content = message.get("content")
     if content:
-        out.append({"role": "assistant", "content": md_text(content) if isinstance(content, str)
-                    else md_code(json.dumps(content, ensure_ascii=False, default=str), "json")})
+        out.append({"role": "assistant",
+                    "content": md_text(content) if isinstance(content, str) else json_block(content)})
     if not out:
         out.append({"role": "assistant", "content": "…" if streaming else "(empty message)"})
     return out

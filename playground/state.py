@@ -343,8 +343,11 @@ class Session:
 
     @staticmethod
     def _assistant_message(run: Run, view: ParseView) -> dict:
+        # The turn is the assistant's whatever the parse says (the prompt ended in the generation prompt): a template
+        # without `"defaults": {"role": "assistant"}` (or with another role) would otherwise leave a turn the
+        # conversation does not show and the next prompt renders wrongly. The Message view keeps the parse as is.
         if view.message is not None:
-            return dict(view.message, _raw=run.text)  # the JSON keeps it all
+            return dict(view.message, role="assistant", _raw=run.text)  # the JSON keeps it all
         return {"role": "assistant", "content": run.text, "_raw": run.text}
 
     def reparse_turn(self, view: ParseView) -> None:

@@ -236,3 +236,19 @@ def test_bidi_controls_are_shown_as_markers_everywhere():
     assert not any(c in flat for c in controls)
     assert "⟨U+2066⟩" in flat and "⟨U+061C⟩" in flat and "⟨U+200F⟩" in flat
     assert render.show_bidi("plain עברית") == "plain עברית"
+
+
+def test_a_json_bubble_is_indented_when_it_fits_and_cut_with_a_note_when_it_does_not():
+    small = {"a": [1, {"b": "x`y"}], "c": None}
+    block = render.json_block(small)
+    assert block == render.md_code(json.dumps(small, ensure_ascii=False, indent=2), "json")
+    deep = {"k": "v"}
+    for _ in range(400):  # indenting this 400 deep would be ~30 times its compact size
+        deep = [deep, 1]
+    compact = json.dumps(deep)
+    assert render.json_block(deep) == render.md_code(compact, "json")
+    big = {"x": ["a" * 1000] * 100}  # 100 KB of JSON
+    block = render.json_block(big)
+    body = block[len("```json\n"):block.index("\n```")]
+    assert body == json.dumps(big, ensure_ascii=False)[:render.BUBBLE_JSON_CHARS]
+    assert block.endswith("*(cut: only the first 20,000 characters of this JSON are shown)*")

@@ -169,9 +169,11 @@ def test_the_page_says_the_message_is_too_large_and_sends_no_huge_answer(tiny_mo
     status = out["status"]
     assert "too large to show" in status and "at least 2,0" in status and "2,000,000" in status, status
     assert "Traceback" not in status
-    message = out["message"]["value"] if isinstance(out["message"], dict) else out["message"]
-    note = json.loads(message)
-    assert note.startswith("The parsed message is not shown") and "2,000,000" in note
+    # the Message view is emptied and the note beside it says why, as words (it was a quoted JSON string in the view)
+    assert out["message"] == {"__type__": "update", "value": None}
+    note = out["message_note"]
+    assert note.startswith('<div class="tl-warn" id="message-note-text">') and "2,000,000" in note
+    assert render.escape("The parsed message is not shown: as JSON it is at least 2,0") in note
     # everything sent to the page together is a few hundred KB (the timeline shows the paste), not 250 MB
     assert json_size(out, 5_000_000) < 1_000_000
     assert "region_close" in out["events"]
@@ -221,6 +223,26 @@ def test_a_chat_turn_over_the_cap_joins_the_history_as_its_text():
     bubbles = render.history_to_chat(sess.history)
     assert json_size(bubbles, 1_000_000) < 100_000
     assert sess.nbytes < 1_000_000  # the history holds the text (its JSON was 250 MB as a message)
+
+
+def test_a_chat_turn_without_a_role_default_is_still_the_assistants_turn_and_shows_a_bounded_bubble():
+    """Trial 9: a template without `"defaults": {"role": "assistant"}` whose transform made the content a big dict
+    left no assistant bubble in the conversation (the turn had no role) and the next prompt without the turn."""
+    template = {"start_anchor": "S", "fields": {"content": {"transform": {"a": ["{content}"] * 5000}}}}
+    run = Run(prefix="S", chunks=("hel", "lo"), template_text=json.dumps(template))
+    view = parse_run(run, budget=Limits.public_space().budget())
+    assert view.message == {"content": {"a": ["hello"] * 5000}}  # the parse itself has no role
+    sess = Session(json.dumps(template))
+    sess.history.append({"role": "user", "content": "hi"})
+    sess.finish_turn(run, view)
+    assert sess.history[-1] == {"content": {"a": ["hello"] * 5000}, "role": "assistant", "_raw": "hello"}
+    bubbles = render.history_to_chat(sess.history)
+    assert [b["role"] for b in bubbles] == ["user", "assistant"]
+    shown = bubbles[1]["content"]  # the list cut to its first items (history_to_chat), then indented JSON
+    assert shown.startswith("```json\n") and shown.endswith("\n```")
+    kept = 20000 // 30
+    assert json.loads(shown[8:-4]) == {"a": ["hello"] * kept + [f"[… {5000 - kept} more items not shown …]"]}
+    assert len(shown) < 2 * render.BUBBLE_JSON_CHARS
 
 
 EACH_DICTS = {"start_anchor": "S", "fields": {"content": {}, "t": {
