@@ -239,6 +239,7 @@ def _render_timeline(p: _Page, remotes: list, allow_any: bool) -> None:
         with gr.Tab("Event log", elem_id="tab-events"):
             p.events = gr.HTML("", elem_id="events")
         with gr.Tab("Message", elem_id="tab-message"):
+            p.message_note = gr.HTML("", elem_id="message-note")  # why the view is empty (a message over the cap)
             p.message = gr.JSON({}, elem_id="message", open=True)
         with gr.Tab("Parsed turn", elem_id="tab-turn"):
             p.turn = gr.Chatbot(elem_id="parsed-turn", height=300, label="The parsed message as a chat turn")

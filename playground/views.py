@@ -8,7 +8,6 @@ that changes the state, so one event updates all the views that depend on what i
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 import gradio as gr
@@ -167,11 +166,20 @@ def message(p: _Pass) -> Any:
         return gr.update(value={})
     if d.message is None:
         return gr.skip()
-    # a note instead of a message too large to show: gr.JSON takes a str as JSON text
-    value = json.dumps(d.message) if isinstance(d.message, str) else d.message
+    if isinstance(d.message, str):  # a message too large to show: the note beside the view says so
+        return gr.update(value=None)
     # the final state goes out as a full replacement: Gradio streams diffs after the first yield, and a
     # dict/list diff applied in place could leave the last live preview on screen after "Done"
-    return gr.update(value=value) if d.final else value
+    return gr.update(value=d.message) if d.final else d.message
+
+
+def message_note(p: _Pass) -> Any:
+    d = p.drawn
+    if d is None:
+        return ""
+    if d.message is None:
+        return gr.skip()
+    return render.message_note_html(d.message if isinstance(d.message, str) else None)
 
 
 def turn(p: _Pass) -> Any:
@@ -219,6 +227,7 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("legend", ("run",), legend),
     ("events", ("run", "preview", "inspect"), events),
     ("message", ("run", "preview"), message),
+    ("message_note", ("run", "preview"), message_note),
     ("turn", ("run", "preview"), turn),
     ("check", ("run", "template"), check),
     ("inspector", ("run", "inspect"), inspector),
