@@ -24,7 +24,7 @@ import gradio as gr
 
 from examples import builtin_model
 
-from . import backends, draft_panel, guard, handlers, policy, reference, remote_panel, render, theme, views
+from . import api_calls, backends, draft_panel, guard, handlers, policy, reference, remote_panel, render, theme, views
 from .doctor_panel import build_doctor_panel
 from .handlers import ChatSettings, PageConfig
 from .icons import icon
@@ -456,7 +456,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     families = list_library_families()
 
     p = _Page()
-    with gr.Blocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
+    with api_calls.PlaygroundBlocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
         p.session = gr.State(sess, time_to_live=limits.session_ttl, delete_callback=_forget_session)
         p.store = gr.BrowserState({}, storage_key=EDITOR_STORE_KEY, secret=EDITOR_STORE_SECRET)
         _render_header(p)

@@ -1,0 +1,38 @@
+"""A readable answer to an API call that sends the wrong number of values.
+
+Gradio 6.31 counts an event's input values before any handler (so before `playground.guard`) runs:
+``Blocks.validate_inputs``, called from ``Blocks.preprocess_data``, raises a plain ``ValueError`` when too few came,
+and passes too many on unchecked (the values then land in the wrong inputs, shifted by the hidden session input).
+A server launched with ``show_error=False`` (a public one must not show every internal message) sends a plain
+exception to the caller as ``{"error": null}``; only a ``gr.Error`` message reaches it whatever ``show_error`` says
+(``gradio.utils.error_payload``). `PlaygroundBlocks` therefore checks the count itself and raises a ``gr.Error`` that
+says which values the endpoint takes.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+
+def wrong_count_text(endpoint: str, wanted: list[str], got: int) -> str:
+    """What a caller that sent ``got`` values to ``endpoint`` (which takes the values named ``wanted``) reads."""
+    names = ", ".join(wanted) if wanted else "none"
+    return (f"/{endpoint} takes {len(wanted)} value{'' if len(wanted) == 1 else 's'} ({names}), in that order; "
+            f"this call sent {got}.")
+
+
+class PlaygroundBlocks(gr.Blocks):
+    """``gr.Blocks`` whose events refuse a wrong number of input values with a `wrong_count_text` ``gr.Error``."""
+
+    def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
+        # An API call sends the values of the inputs an API caller sees; Gradio has already put a placeholder
+        # for each hidden one (the session state) when that count matched, so a right call has them all here.
+        if len(inputs) != len(block_fn.inputs):
+            shown = [b for b in block_fn.inputs if not getattr(b, "skip_api", False)]
+            wanted = [html.escape(str(getattr(b, "label", None) or type(b).__name__)) for b in shown]
+            endpoint = str(block_fn.api_name or block_fn.name or "this endpoint")
+            raise gr.Error(wrong_count_text(endpoint, wanted, len(inputs)), print_exception=False)
+        super().validate_inputs(block_fn, inputs)
