@@ -52,6 +52,7 @@ Positions are indexes into the buffer string handed in.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -557,34 +558,61 @@ _OUT, _IN, _ESC = 1, 2, 4
 def _quote_states(states: int, text: str, start: int, stop: int, outside, inside) -> int:
     """The states the readings in ``states`` at ``start`` are in at ``stop`` (a reading outside a string dies at a
     character of the set other than the quote). ``outside``/``inside``: compiled runs of the characters that leave a
-    reading outside/inside a string as it is."""
+    reading outside/inside a string as it is. Each reading is one match of a standard-library pattern
+    (`_quote_readers`), not a loop step per quote."""
     if not states or start == stop:
         return states
+    from_out, in_string = _quote_readers(outside)
     result = 0
-    for state in (_OUT, _IN, _ESC):
-        if not states & state:
-            continue
-        i = start
-        while True:
-            if state == _OUT:
-                i = outside.match(text, i, stop).end()
-                if i == stop:
-                    break
-                if text[i] != '"':
-                    state = 0  # a character of the set outside a string: this reading dies
-                    break
-                state, i = _IN, i + 1
-            elif state == _IN:
-                i = inside.match(text, i, stop).end()
-                if i == stop:
-                    break
-                state, i = (_OUT, i + 1) if text[i] == '"' else (_ESC, i + 1)
-            else:
-                state, i = _IN, i + 1
-            if i == stop:
-                break
-        result |= state
+    if states & _OUT:
+        result = _outside_end(from_out.match(text, start, stop), stop)
+    if states & _IN:
+        result |= _string_end(text, in_string.match(text, start, stop).end(), stop, from_out)
+    if states & _ESC:  # the escaped character (any), then inside the string
+        result |= (_IN if start + 1 == stop
+                   else _string_end(text, in_string.match(text, start + 1, stop).end(), stop, from_out))
     return result
+
+
+def _string_end(text: str, i: int, stop: int, from_out) -> int:
+    """The state of a reading inside a string whose run of plain string characters (and escapes) ends at ``i``."""
+    if i == stop:
+        return _IN
+    if text[i] == "\\":  # (the run takes every whole escape: a backslash it stops at is the last character)
+        return _ESC
+    return _outside_end(from_out.match(text, i + 1, stop), stop) if i + 1 < stop else _OUT
+
+
+def _outside_end(found, stop: int) -> int:
+    """The state of a reading outside strings at ``stop``, from `_quote_readers`'s ``from_out`` match."""
+    if found.end() != stop:
+        return 0  # a character of the set outside a string: the reading died there
+    if found.group(1) is None:
+        return _OUT
+    return _ESC if found.group(2) is not None else _IN
+
+
+_QUOTE_READERS: dict = {}
+
+
+def _quote_readers(outside) -> tuple:
+    """For ``outside`` (``[^SET]*``, `parsing.template.balanced_quotes`): ``(from_out, in_string)``, standard-library
+    patterns reading as `_quote_states`'s automaton does. ``from_out``: from outside a string, whole strings and
+    characters outside the set, then an unterminated string (group 1 its quote; group 2 a trailing backslash),
+    each taken whole as the automaton reads them (their alternatives start with different characters: one way to
+    read the text); a match short of the end: the reading died there. ``in_string``: plain string characters and
+    whole escapes."""
+    readers = _QUOTE_READERS.get(outside.pattern)
+    if readers is None:
+        plain = outside.pattern[:-1]  # [^SET]
+        # Runs of plain characters taken whole ("unrolled" loops, possessive: one step per string or escape, not
+        # per character, and nothing to backtrack).
+        string = r'[^"\\]*+(?:\\.[^"\\]*+)*+'
+        readers = (re.compile(f'{plain}*+(?:"{string}"{plain}*+)*+(?:(")' + string + r"(\\)?)?", re.DOTALL),
+                   re.compile(string, re.DOTALL))
+        if len(_QUOTE_READERS) < 256:
+            _QUOTE_READERS[outside.pattern] = readers
+    return readers
 
 
 def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
