@@ -73,9 +73,11 @@ class _Plan:
         self.readers = {name: xml_inline_reader(f.content_args) if f.content == "xml-inline" else None
                         for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
-        # applies at index 0 of the stream, whether the region's chunks are dirty); None: no fast path.
+        # applies at index 0 of the stream, whether the region's chunks are dirty, the texts the finder takes for
+        # a literal cut off by the buffer edge (`_cut_prefixes`)); None: no fast path.
         self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
-                                                             self.dirty.get(state, False))
+                                                             self.dirty.get(state, False),
+                                                             _cut_prefixes(w.literal_set))
                      for state, w in self.watch.items()}
         self.no_fast = dict.fromkeys(self.fast)  # with spans, no fast path
         # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
@@ -112,6 +114,28 @@ class _Plan:
         if plan is None:
             plan = template.derived["parser"] = _Plan(template)
         return plan
+
+
+# `_cut_prefixes`: prefixes this long at most, and this many in all (else none: the finder decides every held text).
+CUT_PREFIX_CHARS = 64
+MAX_CUT_PREFIXES = 4096
+
+
+def _cut_prefixes(literals: frozenset) -> frozenset:
+    """The texts that the finder of these literals (`parsing.prefilter`), searching from a text's start, matches
+    there as a literal cut off by the text's end: the proper prefixes of a literal that have no literal as a prefix
+    (the finder accepts a whole literal as soon as one ends). Held text found in it needs no search: `feed`.
+    Prefixes longer than `CUT_PREFIX_CHARS` are left out (bounded memory; the finder decides those)."""
+    cut: set = set()
+    for lit in literals:
+        for n in range(1, min(len(lit), CUT_PREFIX_CHARS + 1)):
+            prefix = lit[:n]
+            if prefix in literals:
+                break  # a whole literal: the finder accepts it, here and for every longer prefix
+            cut.add(prefix)
+        if len(cut) > MAX_CUT_PREFIXES:
+            return frozenset()
+    return frozenset(cut)
 
 
 @lru_cache(maxsize=64)
@@ -388,10 +412,14 @@ class ResponseParser:
                 # changes but the buffer.
                 buf += text
                 self._buf = buf
+                pos = self._pos - self._base
+                if fast is not None and buf[pos:] in fast[4] and (pos or not fast[2] or self._start_settled(self._watch[self._current])):
+                    # The held text is still a literal cut off by the buffer edge (what the finder's search from
+                    # `pos` would say, with no search): it stays held.
+                    return events
                 watch = self._watch[self._current]
                 finder = watch.finder
                 if finder is not None:
-                    pos = self._pos - self._base
                     found = finder.search(buf, pos)
                     if found is None and (pos or not watch.at_start or self._start_settled(watch)):
                         # The held text turned out to start no delimiter, nor does the chunk: all of it goes to
