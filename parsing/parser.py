@@ -74,10 +74,10 @@ class _Plan:
                         for name, f in template.fields.items()}
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty, the texts the finder takes for
-        # a literal cut off by the buffer edge (`_cut_prefixes`)); None: no fast path.
+        # a literal cut off by the buffer edge and the length of the longest (`_cut_prefixes`)); None: no fast path.
         self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
                                                              self.dirty.get(state, False),
-                                                             _cut_prefixes(w.literal_set))
+                                                             *_cut_prefixes(w.literal_set))
                      for state, w in self.watch.items()}
         self.no_fast = dict.fromkeys(self.fast)  # with spans, no fast path
         # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
@@ -121,11 +121,12 @@ CUT_PREFIX_CHARS = 64
 MAX_CUT_PREFIXES = 4096
 
 
-def _cut_prefixes(literals: frozenset) -> frozenset:
+def _cut_prefixes(literals: frozenset) -> tuple[frozenset, int]:
     """The texts that the finder of these literals (`parsing.prefilter`), searching from a text's start, matches
     there as a literal cut off by the text's end: the proper prefixes of a literal that have no literal as a prefix
     (the finder accepts a whole literal as soon as one ends). Held text found in it needs no search: `feed`.
-    Prefixes longer than `CUT_PREFIX_CHARS` are left out (bounded memory; the finder decides those)."""
+    Prefixes longer than `CUT_PREFIX_CHARS` are left out (bounded memory; the finder decides those). Returns them
+    and the length of the longest (a longer held text is not looked up: no slice to make)."""
     cut: set = set()
     for lit in literals:
         for n in range(1, min(len(lit), CUT_PREFIX_CHARS + 1)):
@@ -134,8 +135,8 @@ def _cut_prefixes(literals: frozenset) -> frozenset:
                 break  # a whole literal: the finder accepts it, here and for every longer prefix
             cut.add(prefix)
         if len(cut) > MAX_CUT_PREFIXES:
-            return frozenset()
-    return frozenset(cut)
+            return frozenset(), 0
+    return frozenset(cut), max(map(len, cut), default=0)
 
 
 @lru_cache(maxsize=64)
@@ -413,7 +414,8 @@ class ResponseParser:
                 buf += text
                 self._buf = buf
                 pos = self._pos - self._base
-                if fast is not None and buf[pos:] in fast[4] and (pos or not fast[2] or self._start_settled(self._watch[self._current])):
+                if fast is not None and len(buf) - pos <= fast[5] and buf[pos:] in fast[4] \
+                        and (pos or not fast[2] or self._start_settled(self._watch[self._current])):
                     # The held text is still a literal cut off by the buffer edge (what the finder's search from
                     # `pos` would say, with no search): it stays held.
                     return events
@@ -792,7 +794,10 @@ class ResponseParser:
         current = self._current
         text = self._buf[start - self._base:end - self._base]
         if not self._opened:
-            self._emit(events, {"type": "region_open", "field": current}, start, start)
+            if self._spans:
+                events.append({"type": "region_open", "field": current, "start": start, "end": start})
+            else:
+                events.append({"type": "region_open", "field": current})
             self._opened = True
         body = self._body
         body.append(text)

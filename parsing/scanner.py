@@ -394,11 +394,20 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                 match = None
             else:
                 continue  # matches at index 0 of the buffer only
+            if best is None:  # (most often the only match: its rank is built only when another competes)
+                best = (None, delim, stop, match)
+                continue
             key = (at - stop, OPEN_FIRST[delim.kind], delim.field)
-            if best is None or key < best[0]:
+            other = best[0]
+            if other is None:
+                other = (at - best[2], OPEN_FIRST[best[1].kind], best[1].field)
+            if key < other:
                 best = (key, delim, stop, match)
+            elif best[0] is None:
+                best = (other, best[1], best[2], best[3])
         if best is not None:
-            return Hit(best[1], at, best[2], _captures(best[3])), end
+            match = best[3]
+            return Hit(best[1], at, best[2], {} if match is None else match), end
         found = watch.finder.search(buf, at + 1)
         if found is None:
             clock.deferred = None
