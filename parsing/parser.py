@@ -75,10 +75,17 @@ class _Plan:
         # Per state, what the feed fast path needs: (trigger characters, their finder, whether the prefilter
         # applies at index 0 of the stream, whether the region's chunks are dirty, the texts the finder takes for
         # a literal cut off by the buffer edge and the length of the longest (`_cut_prefixes`)); None: no fast path.
-        self.fast = {state: None if w.triggers is None else (w.triggers, w.finder, w.at_start,
-                                                             self.dirty.get(state, False),
-                                                             *_cut_prefixes(w.literal_set))
-                     for state, w in self.watch.items()}
+        left = [MAX_CUT_PREFIXES]  # for all states together (a template of many fields has a state per field)
+        cuts: dict = {}  # id of a watch set (the implicit field's and None share one) -> its `_cut_prefixes`
+        self.fast = {}
+        for state, w in self.watch.items():
+            if w.triggers is None:
+                self.fast[state] = None
+                continue
+            cut = cuts.get(id(w))
+            if cut is None:
+                cut = cuts[id(w)] = _cut_prefixes(w.literal_set, left)
+            self.fast[state] = (w.triggers, w.finder, w.at_start, self.dirty.get(state, False), *cut)
         self.no_fast = dict.fromkeys(self.fast)  # with spans, no fast path
         # Regex delimiters may look behind the consumed position (lookbehinds, \b); literals never do.
         # `context`: how much consumed text the scan buffer keeps (None: all of it).
@@ -116,17 +123,19 @@ class _Plan:
         return plan
 
 
-# `_cut_prefixes`: prefixes this long at most, and this many in all (else none: the finder decides every held text).
+# `_cut_prefixes`: prefixes this long at most, and this many in all per template (past it a state gets none: the
+# finder decides every held text there).
 CUT_PREFIX_CHARS = 64
-MAX_CUT_PREFIXES = 4096
+MAX_CUT_PREFIXES = 8192
 
 
-def _cut_prefixes(literals: frozenset) -> tuple[frozenset, int]:
+def _cut_prefixes(literals: frozenset, left: list) -> tuple[frozenset, int]:
     """The texts that the finder of these literals (`parsing.prefilter`), searching from a text's start, matches
     there as a literal cut off by the text's end: the proper prefixes of a literal that have no literal as a prefix
     (the finder accepts a whole literal as soon as one ends). Held text found in it needs no search: `feed`.
-    Prefixes longer than `CUT_PREFIX_CHARS` are left out (bounded memory; the finder decides those). Returns them
-    and the length of the longest (a longer held text is not looked up: no slice to make)."""
+    Prefixes longer than `CUT_PREFIX_CHARS` are left out, and a state whose prefixes would pass what is ``left`` of
+    the template's `MAX_CUT_PREFIXES` gets none (bounded memory; the finder decides those). Returns them and the
+    length of the longest (a longer held text is not looked up: no slice to make)."""
     cut: set = set()
     for lit in literals:
         for n in range(1, min(len(lit), CUT_PREFIX_CHARS + 1)):
@@ -134,8 +143,9 @@ def _cut_prefixes(literals: frozenset) -> tuple[frozenset, int]:
             if prefix in literals:
                 break  # a whole literal: the finder accepts it, here and for every longer prefix
             cut.add(prefix)
-        if len(cut) > MAX_CUT_PREFIXES:
+        if len(cut) > left[0]:
             return frozenset(), 0
+    left[0] -= len(cut)
     return frozenset(cut), max(map(len, cut), default=0)
 
 
