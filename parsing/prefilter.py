@@ -21,7 +21,7 @@ the ``regex`` module, wherever written; scoped ones include reverse search), fuz
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Escapes of these characters stand for the character itself (checked against `regex` by the tests).
 _LITERAL_ESCAPES = frozenset("\\.^$*+?{}[]()|-#&~/ :;,=!\"'@%`<>_")
@@ -68,12 +68,15 @@ class Prefilter:
         finder: compiled stdlib pattern whose ``search(text, pos)`` finds the first position at or after ``pos``
             where a literal starts or is cut off by the end of ``text`` (`at_start` aside); None when there are
             no literals, or too many characters of them to compile into one pattern.
+        automaton: where `finder` is None, the literals as a `_LiteralAutomaton`, which finds the same positions
+            in time linear in the text searched, however many literals there are.
     """
 
     literals: tuple[str, ...]
     at_start: bool
     first_chars: str
     finder: re.Pattern | None
+    automaton: _LiteralAutomaton | None = field(default=None, compare=False, repr=False)
 
     def candidate(self, text: str, pos: int, past_start: bool = False) -> int:
         """The first position >= ``pos`` where an attempt could succeed, or -1 when there is none.
@@ -87,25 +90,77 @@ class Prefilter:
         if self.finder is not None:
             m = self.finder.search(text, pos)
             return -1 if m is None else m.start()
-        return _slow_candidate(self.literals, text, pos)
+        return -1 if self.automaton is None else self.automaton.candidate(text, pos)
 
 
-def _slow_candidate(literals: tuple[str, ...], text: str, pos: int) -> int:
-    if not literals:
-        return -1
-    end = len(text)
-    best = -1
-    for lit in literals:
-        i = text.find(lit, pos)
-        if i != -1 and (best == -1 or i < best):
-            best = i
-    limit = end if best == -1 else best
-    longest = max(len(lit) for lit in literals)
-    for p in range(max(pos, end - longest + 1), limit):
-        rest = text[p:]
-        if any(len(lit) > len(rest) and lit.startswith(rest) for lit in literals):
-            return p
-    return best
+class _LiteralAutomaton:
+    """The literals of a prefilter too large for a compiled finder, as an Aho-Corasick automaton.
+
+    A search walks the text once from its start position, whatever the number of literals: looking each literal
+    up with ``str.find`` instead costs a scan to the end of the text per literal that does not occur, at every
+    region open, which made a delimiter of a few hundred alternatives quadratic in the stream's length.
+
+    Nodes are numbered; node 0 is the root. ``goto[n]`` maps a character to the next node, ``fail[n]`` is the
+    node of the longest proper suffix of n's path that is also a path, ``depth[n]`` is n's path length, and
+    ``ends[n]`` is the length of the longest literal that n's path ends with (0: none).
+    """
+
+    __slots__ = ("goto", "fail", "depth", "ends", "first")
+
+    def __init__(self, literals: tuple[str, ...]) -> None:
+        goto: list[dict[str, int]] = [{}]
+        depth = [0]
+        ends = [0]
+        for lit in literals:
+            node = 0
+            for char in lit:
+                nxt = goto[node].get(char)
+                if nxt is None:
+                    nxt = goto[node][char] = len(goto)
+                    goto.append({})
+                    depth.append(depth[node] + 1)
+                    ends.append(0)
+                node = nxt
+            ends[node] = len(lit)
+        fail = [0] * len(goto)
+        queue = list(goto[0].values())  # breadth first: a node's suffix link is set before its children's
+        for node in queue:
+            for char, child in goto[node].items():
+                link = fail[node]
+                while link and char not in goto[link]:
+                    link = fail[link]
+                fail[child] = goto[link].get(char, 0)
+                if not ends[child]:
+                    ends[child] = ends[fail[child]]
+                queue.append(child)
+        self.goto, self.fail, self.depth, self.ends = goto, fail, depth, ends
+        self.first = re.compile("[" + "".join(re.escape(char) for char in goto[0]) + "]")
+
+    def candidate(self, text: str, pos: int) -> int:
+        """The first position >= ``pos`` where ``text`` has a literal, or ends inside one (-1: none)."""
+        goto, fail, depth, ends = self.goto, self.fail, self.depth, self.ends
+        end = len(text)
+        best = -1
+        node = 0
+        i = pos
+        while i < end:
+            if not node:  # only a literal's first character leaves the root
+                found = self.first.search(text, i)
+                if found is None:
+                    break
+                i = found.start()
+            char = text[i]
+            while node and char not in goto[node]:
+                node = fail[node]
+            node = goto[node].get(char, 0)
+            i += 1
+            if ends[node] and (best == -1 or i - ends[node] < best):
+                best = i - ends[node]
+            if best != -1 and i - depth[node] >= best:
+                return best  # every match still in progress starts after the one found
+        if node and (best == -1 or end - depth[node] < best):
+            return end - depth[node]  # the text ends inside a literal
+        return best
 
 
 def _finder_source(literals) -> str:
@@ -142,7 +197,8 @@ def make_prefilter(literals, at_start: bool = False) -> Prefilter | None:
             finder = re.compile(_finder_source(literals), re.DOTALL)
         except (re.error, RecursionError, OverflowError):  # pragma: no cover - deep nesting; use the loop
             finder = None
-    return Prefilter(literals, at_start, "".join(dict.fromkeys(lit[0] for lit in literals)), finder)
+    automaton = _LiteralAutomaton(literals) if literals and finder is None else None
+    return Prefilter(literals, at_start, "".join(dict.fromkeys(lit[0] for lit in literals)), finder, automaton)
 
 
 def _check_whole(source: str) -> None:

@@ -11,8 +11,10 @@ import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from transformers.utils.chat_parsing import parse_response as reference_parse
 
 from examples import list_families, load_family
+from parsing import ResponseParser, load_template, parse_response, prefilter
 from parsing.prefilter import _LITERAL_ESCAPES, derive_prefilter, derive_suffixes, make_prefilter
 from parsing.budget import NO_LIMITS
 from parsing.scanner import _suffix_after
@@ -89,14 +91,75 @@ def test_candidate_finds_literals_and_cut_off_literals():
     assert start.candidate("xxb", 0) == 0 and start.candidate("xxb", 1) == 2 and start.candidate("", 0) == 0
 
 
+def _without_finder(literals):
+    """A prefilter of ``literals`` on the path of one too large for a compiled finder."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prefilter, "MAX_FINDER_CHARS", 0)
+        slow = make_prefilter(literals)
+    assert slow.finder is None and slow.automaton is not None
+    return slow
+
+
 def test_candidate_without_compiled_finder_agrees():
     lits = ["<a>", "<a>xyz", "zz"]
     fast = make_prefilter(lits)
-    slow = make_prefilter(lits)
-    object.__setattr__(slow, "finder", None)
+    slow = _without_finder(lits)
     for text in ["", "<", "<a", "<a>x", "q<a>xy", "zq<a", "z", "abzz", "<b<a>"]:
         for pos in range(len(text) + 1):
             assert fast.candidate(text, pos) == slow.candidate(text, pos), (text, pos)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lits=st.lists(st.text("ab<|>", min_size=1, max_size=6), min_size=1, max_size=8),
+       text=st.text("ab<|>", max_size=16))
+def test_literal_automaton_finds_what_the_compiled_finder_finds(lits, text):
+    """Literals sharing prefixes and suffixes (so the automaton's suffix links matter): the automaton gives the
+    compiled finder's answer at every start position."""
+    fast, slow = make_prefilter(lits), _without_finder(lits)
+    for pos in range(len(text) + 1):
+        assert slow.candidate(text, pos) == fast.candidate(text, pos), (lits, text, pos)
+
+
+class _CountingText(str):
+    """A str that counts the characters read from it one by one (the automaton's steps)."""
+
+    reads = 0
+
+    def __getitem__(self, index):
+        _CountingText.reads += 1
+        return str.__getitem__(self, index)
+
+
+def test_many_literals_search_the_stream_once():
+    """300 alternatives (over the compiled finder's size): finding each region's delimiter from the end of the
+    last one reads each character of the stream a bounded number of times, however many literals there are (a
+    per-literal ``str.find`` read the whole rest of the stream per absent literal, per region)."""
+    lits = [f"<tool_call_{i}>" for i in range(300)]
+    pf = make_prefilter(lits)
+    assert pf.finder is None and sum(map(len, lits)) > prefilter.MAX_FINDER_CHARS
+    unit = "<tool_call_299>x</t>"
+    text = _CountingText(unit * 2000)
+    _CountingText.reads = 0
+    pos, starts = 0, []
+    while (at := pf.candidate(text, pos)) != -1:
+        starts.append(at)
+        pos = at + 1
+    assert starts == list(range(0, len(text), len(unit)))
+    assert _CountingText.reads <= 2 * len(text)
+
+
+def test_many_literal_alternatives_parse_as_the_reference_does():
+    """The delimiter of trial 10's finding: a repeated field opened by one of 300 literal alternatives."""
+    pattern = "(?:" + "|".join(f"<tool_call_{i}>" for i in range(300)) + ")"
+    template = {"start_anchor": "S", "fields": {
+        "content": {}, "t": {"open_pattern": pattern, "close": "</t>", "repeats": True}}}
+    text = "hi " + "<tool_call_299>x</t><tool_call_7>yz</t>" * 50 + "<tool_call_3"
+    expected = reference_parse(text, template, prefix="S")
+    assert parse_response(text, load_template(template), prefix="S") == expected
+    streamed = ResponseParser(load_template(template), prefix="S")
+    for i in range(0, len(text), 3):
+        streamed.feed(text[i:i + 3])
+    assert streamed.finalize()[0] == expected
 
 
 # ---------------------------------------------------------------- random patterns
