@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Build and launch the app (blocks until the server stops)."""
     args = parse_args(argv)
-    from playground import backends, fairness, policy
+    from playground import backends, connections, fairness, policy
     from playground.limits import from_arguments
     from playground.ui import build_ui, launch_kwargs
 
@@ -63,6 +63,9 @@ def main(argv=None) -> None:
     queue, launch = serving_kwargs(limits, args.concurrency)
     demo.queue(**queue)
     fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for)
+    # behind a proxy every connection comes from it: no cap per address there
+    connections.install(limits.head_timeout,
+                        None if limits.trust_forwarded_for else limits.max_connections_per_address)
     demo.launch(server_name=args.host, server_port=args.port, **launch, **launch_kwargs())
 
 

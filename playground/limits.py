@@ -55,6 +55,10 @@ class Limits:
             `playground.jsonsize.json_size`, which stops at the limit); a larger one is replaced by a note. A
             template's transform can repeat a value thousands of times, so a small text can make a message whose
             JSON is gigabytes. None: no cap.
+        head_timeout: seconds a connection may take to send a complete request head (`playground.connections`);
+            None: no limit.
+        max_connections_per_address: HTTP connections one network address may hold at once
+            (`playground.connections`; off behind a proxy, ``trust_forwarded_for``); None: no cap.
         max_transform_values: how many values a template's transforms may build in one parse (the parser's
             ``max_values``: containers and items of every built transform); past it, those regions fail with a
             region error naming the limit. Bounds the memory one parse can build. None: no cap.
@@ -81,6 +85,8 @@ class Limits:
     trust_forwarded_for: bool = False
     max_message_chars: int | None = None
     max_transform_values: int | None = None
+    head_timeout: float | None = None
+    max_connections_per_address: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -95,7 +101,8 @@ class Limits:
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
                            max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
-                           max_message_chars=2_000_000, max_transform_values=1_000_000), **changes)
+                           max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
+                           max_connections_per_address=256), **changes)
 
     def check_size(self, what: str, text: str | int | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` (or a length already measured) is longer than
@@ -206,13 +213,18 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
                             "largest parsed message shown, in characters of JSON (0: no limit)"),
     "--max-transform-values": ("max_transform_values", int, "VALUES",
                                "values a template's transforms may build in one parse (0: no limit)"),
+    "--head-timeout": ("head_timeout", float, "SECONDS",
+                       "seconds a connection may take to send a complete request head (0: no limit)"),
+    "--max-connections-per-address": ("max_connections_per_address", int, "N",
+                                      "HTTP connections one network address may hold at once; off with "
+                                      "--trust-forwarded-for (0: no cap)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
                  "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
-                 "max_transform_values"}
+                 "max_transform_values", "head_timeout", "max_connections_per_address"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
