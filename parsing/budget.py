@@ -129,6 +129,19 @@ def run_regex(compiled: Any, method: str, text: str, *args: Any, limits: ParseCo
 # one-shot parse pays it once, so only the CPU time a call spends beyond this counts toward a search's budget.
 UNCOUNTED_CALL_S = 5e-5
 
+# While streaming, a scan asks questions that a one-shot parse of the whole text never asks (could a complete match
+# still change, could a match start here), and its searches run on text cut short. On such text a pattern with
+# nested repeats (``(?:.*?)*\w+a>``) can backtrack for seconds where the search of the whole text takes a
+# millisecond. Those streaming calls get a budget of their own per delimiter and search, this share of the
+# per-search budget (`SearchClock.probe`, `SearchClock.capped`); past it the scan stops asking and holds the
+# delimiter (`ProbeGaveUp`) until a delimiter commits or the stream ends, where the one-shot rule decides.
+PROBE_SHARE = 0.25
+
+
+class ProbeGaveUp(Exception):
+    """Internal to the scanner: a streaming-only regex call of a delimiter ran out of the probe budget of its
+    search (`SearchClock.probe`, `SearchClock.capped`). Never reaches a caller of the parser."""
+
 
 class SearchClock:
     """CPU time each delimiter's regex has spent looking for its next match, since the last committed delimiter.
@@ -150,16 +163,19 @@ class SearchClock:
     a call): its work is bounded, and it is timed the same way once it returns.
     """
 
-    __slots__ = ("spent", "slow")
+    __slots__ = ("spent", "slow", "probes")
 
     def __init__(self) -> None:
         self.spent: dict[int, float] = {}
         self.slow: set[int] = set()  # delimiters with a call that took longer than UNCOUNTED_CALL_S
+        self.probes: dict[int, float] = {}  # delimiter id -> probe time spent in this search (`probe`)
 
     def reset(self) -> None:
         """A delimiter committed: every search starts afresh."""
         if self.spent:
             self.spent.clear()
+        if self.probes:
+            self.probes.clear()
 
     def run(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any = None,
             partial: bool = False) -> Any:
@@ -234,4 +250,83 @@ class SearchClock:
                 self.spent[key] = limit - left
                 if left <= 0:
                     raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
+        return result
+
+    def probe(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any = None,
+              partial: bool = True) -> Any:
+        """A streaming-only check (`parsing.scanner`: could a complete match still change, could one start here),
+        called like `run`, but timed against the delimiter's probe budget (`PROBE_SHARE` of ``ctx.regex_timeout``
+        per search), which is not charged to the search budget: a one-shot parse does not make these calls, so
+        they must not make a stream fail where the one-shot parse succeeds. Without a per-search budget it is `run`.
+
+        Raises:
+            ProbeGaveUp: this search's probe budget is spent (before or during this call).
+            BudgetExceededError: the deadline passed before or during the call.
+        """
+        return self._guarded(delim, method, text, pos, ctx, pattern, partial, False)
+
+    def capped(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any = None,
+               partial: bool = True) -> Any:
+        """A streaming search (the call a one-shot parse makes once, on the whole text), called like `run` and
+        charged to the search budget like it, but stopped where it would spend more than the probe budget left:
+        on text cut short a search can backtrack far beyond what the whole text costs.
+
+        Raises:
+            ProbeGaveUp: the call ran into the probe budget (spent; nothing of the call is charged to the search).
+            PatternTimeoutError: this search has spent its budget.
+            BudgetExceededError: the deadline passed before or during the call.
+        """
+        return self._guarded(delim, method, text, pos, ctx, pattern, partial, True)
+
+    def _guarded(self, delim: Any, method: str, text: str, pos: int, ctx: ParseContext, pattern: Any,
+                 partial: bool, charged: bool) -> Any:
+        limit = ctx.regex_timeout
+        if limit is None or limit <= 0:
+            return self.run(delim, method, text, pos, ctx, pattern, partial)
+        compiled = delim.regex if pattern is None else pattern
+        key = id(delim)
+        share = limit * PROBE_SHARE
+        probes = self.probes
+        probe_left = share - probes.get(key, 0.0)
+        if probe_left <= 0:
+            raise ProbeGaveUp
+        left = limit - self.spent.get(key, 0.0) if charged else None
+        if left is not None and left <= 0:
+            raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
+        timeout = probe_left if left is None or probe_left < left else left
+        by_deadline = False
+        if ctx.deadline is not None:
+            until_deadline = ctx.deadline - time.monotonic()
+            if until_deadline <= 0:
+                raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind, pattern=delim.source)
+            if until_deadline < timeout:
+                timeout, by_deadline = until_deadline, True
+        elif len(text) - pos <= unguarded_length(compiled):
+            timeout = None  # the text bounds the call's work (`parsing.regex_cost`); it is still timed below
+        started = perf_counter()
+        cpu_started = thread_time() if key in self.slow else None
+        try:
+            result = getattr(compiled, method)(text, pos, None, None, partial, timeout)
+        except TimeoutError:
+            if by_deadline:
+                raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind,
+                                          pattern=delim.source) from None
+            if left is not None and left <= probe_left:
+                raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit) from None
+            probes[key] = share
+            raise ProbeGaveUp from None
+        took = perf_counter() - started
+        if took > UNCOUNTED_CALL_S:
+            if cpu_started is not None:
+                took = thread_time() - cpu_started
+            else:
+                self.slow.add(key)
+            if took > UNCOUNTED_CALL_S:
+                took -= UNCOUNTED_CALL_S
+                if left is None:
+                    probes[key] = share - probe_left + took
+                else:
+                    self.spent[key] = limit - left + took
+                    if took >= left:
+                        raise PatternTimeoutError(delim.field, delim.kind, delim.source, limit)
         return result

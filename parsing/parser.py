@@ -332,7 +332,7 @@ class ResponseParser:
         return (not self._tail and all(e["type"] in ("region_open", "region_chunk") for e in self.initial_events)
                 and self._output == self.template.defaults
                 and (clock is None or not (clock.spent or clock.slow or clock.waiting or clock.lookbehinds
-                                           or clock.deferred is not None)))
+                                           or clock.probes or clock.given_up or clock.deferred is not None)))
 
     def _restore(self, state: tuple) -> None:
         """Take the state another parser reached after reading the same prefix (see `_reusable_state`)."""

@@ -45,7 +45,9 @@ search of a compiled stdlib pattern. Holding a cut-off candidate the regex would
 text, never changes where it goes.
 
 Time (`parsing.budget.SearchClock`): the regex calls looking for the next match of a delimiter share one
-budget until a delimiter commits, however the text was cut into chunks.
+budget until a delimiter commits, however the text was cut into chunks. The streaming-only calls (checks a
+one-shot search never makes, searches of text cut short) have a probe budget of their own; a delimiter that runs
+out of it is held until a commit or the end of the stream (`ScanState.given_up`), never failed for it.
 
 Positions are indexes into the buffer string handed in.
 """
@@ -56,7 +58,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .budget import NO_LIMITS, ParseContext, SearchClock, as_context
+from .budget import NO_LIMITS, ParseContext, ProbeGaveUp, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
 from .shapes import FAIL, MATCH, PAUSE_EDGE, PAUSE_LITERALS, PAUSE_RUN, UNDECIDED, Shape, cut_off
@@ -81,7 +83,7 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided", "quotes")
+    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided", "quotes", "given_up")
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,10 +113,17 @@ class ScanState(SearchClock):
         # balanced-quote lookbehind (`_balanced_holds`): where the text since the window has been read to, and the
         # states its readings from each end of the literal are in there.
         self.quotes: dict = {}
+        # delimiter id -> stream offset it holds from until a delimiter commits or the stream ends: a streaming-only
+        # call of it ran out of the probe budget (`SearchClock.probe`); it is not searched again before then.
+        self.given_up: dict[int, int] = {}
 
     def reset(self) -> None:
         if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
             self.spent.clear()
+        if self.probes:
+            self.probes.clear()
+        if self.given_up:
+            self.given_up.clear()
         if self.waiting:
             self.waiting.clear()
         if self.lookbehinds:
@@ -168,7 +177,11 @@ class ScanState(SearchClock):
             return held <= WAIT_CHARS  # past it, their regex runs on every scan
         if len(buf) + base - self.checked >= (held // RECHECK_SHARE if held > WAIT_CHARS else RECHECK_CHARS):
             self.checked = len(buf) + base
-            return self.run(delim, "match", buf, at, ctx, partial=True) is not None
+            try:
+                return self.probe(delim, "match", buf, at, ctx, partial=True) is not None
+            except ProbeGaveUp:
+                self.given_up[id(delim)] = at + base
+                return True  # held until a delimiter commits or the stream ends
         return True
 
 
@@ -459,7 +472,7 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
         if run is None:
             run = (delim.attempt_regex if delim.split is None
                    else delim.split[1][_variant(delim, buf, p, base, before, ctx, clock, window)])
-        if clock.run(delim, "fullmatch", buf, p, ctx, partial=True, pattern=run) is not None:
+        if clock.probe(delim, "fullmatch", buf, p, ctx, pattern=run) is not None:
             return p
         p = p + 1 if prefilter is None else prefilter.candidate(buf, p + 1)
     return None
@@ -490,12 +503,12 @@ def _edge_pending(delim: Delimiter, buf: str, lo: int, ctx: ParseContext, clock:
         stop = end if found is None else found
         if bounded:
             for p in range(lo, stop):
-                m = clock.run(delim, "match", text, p, ctx, partial=True, pattern=pattern)
+                m = clock.probe(delim, "match", text, p, ctx, pattern=pattern)
                 if m is not None and (m.partial or m.end() >= reads_to):
                     found = p
                     break
         elif lo < stop:
-            m = clock.run(delim, "search", text, lo, ctx, partial=True, pattern=pattern)
+            m = clock.probe(delim, "search", text, lo, ctx, pattern=pattern)
             if m is not None and m.start() < stop and (m.partial or m.end() >= reads_to):
                 found = m.start()
     return found
@@ -674,6 +687,11 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     # or after its candidate: once a candidate lies past the winning match found so far (it will commit), or
     # past the hold (nothing can commit, and the hold cannot move further left), the rest cannot change the result.
     dead = clock.dead_at_start if type(clock) is ScanState and clock.dead_at_start else None
+    given_up = clock.given_up if not eos and type(clock) is ScanState and clock.given_up else None
+    if given_up is not None:
+        # Delimiters held until a commit or the end of the stream (`ScanState.given_up`): nothing commits from
+        # their holds on, so no other delimiter is searched past them either.
+        hold = max(pos, min(given_up.values()) - base)
     order = []
     for delim in watch:
         prefilter = delim.prefilter
@@ -730,82 +748,97 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                         deferred = (start, delim, shape, stop)  # undecided until more text
                 continue
         else:
-            if prefilter is not None:
-                if not eos and not (prefilter.at_start and at == 0):
-                    if not _literal_starts(prefilter, buf, at):
-                        hold = min(hold, at)  # only a cut-off literal at the edge: wait for the text to decide it
-                        continue
-                    waiting = getattr(clock, "waiting", None)
-                    waits = waiting.get(id(delim)) if waiting else None
-                    if (delim.suffixes is not None and (end - at <= WAIT_CHARS or _rechecked(delim))
-                            and not _suffix_after(delim, buf, at)
-                            and _may_match_at(delim, buf, at, base, before, ctx, clock, window)
-                            or waits is not None and waits[0] == at + base
-                            and (waits[1] is None or end + base < waits[1])):
-                        # A match from here must end with a suffix that has not arrived (and one may still start
-                        # here); or a complete match here is one that only the end of the stream decides.
-                        hold = min(hold, at)
-                        if deferred is None or at < deferred[0]:
-                            deferred = (at, delim, None, None)
-                        continue
-            if delim.edge_blind and not eos:
-                edge = _edge_pending(delim, buf, start_at, ctx, clock)
-                if edge is not None:
-                    hold = min(hold, edge)
-            if eos:
-                match = _search(delim, buf, start_at, False, ctx, clock, base=base, before=before, window=window)
-                if match is None:
-                    continue
-                start, stop = match.span()
-            elif delim.unbounded:
-                # Fuzzy matching: which match a search finds can change with any later text, so nothing from
-                # the search origin on is decided before the end of the stream.
-                hold = min(hold, start_at)
+            if given_up is not None and id(delim) in given_up:
+                hold = min(hold, given_up[id(delim)] - base)  # until a delimiter commits or the stream ends
                 continue
-            elif delim.reverse:
-                # A reverse search finds the match that ends last, and more text can always bring a later one:
-                # it commits only at the end of the stream. Its match cannot start before the leftmost position
-                # where the same pattern, searching forwards, matches or partially matches.
-                ahead = clock.run(delim, "search", buf, start_at, ctx, partial=True, pattern=delim.forward_regex)
-                if ahead is not None:
-                    first = ahead.start()
-                    if not ahead.partial:  # a complete match is preferred to an earlier partial one: look before it
-                        earlier = _regex_pending(delim, buf, start_at, first - 1, ctx, clock,
-                                                 pattern=delim.forward_regex)
-                        first = first if earlier is None else earlier
-                    hold = min(hold, first)
-                continue
-            else:
-                match = _search(delim, buf, start_at, True, ctx, clock, streaming=True, base=base, before=before,
-                                window=window)
-                # With \K the reported match starts after text the attempt already consumed; hold from where
-                # the attempt began (the same pattern without \K), or that text could be flushed away.
-                attempt = match if delim.attempt_regex is None else clock.run(
-                    delim, "search", buf, start_at, ctx, partial=True, pattern=delim.attempt_regex)
-                if attempt is None:
-                    if start_at == 0 and start_dies is not None and id(delim) in start_dies and type(clock) is ScanState:
-                        clock.dead_at_start.add(id(delim))  # nothing from index 0 on, and none can come at 0
-                    continue
-                if attempt.partial or match is None or match.partial:
-                    hold = min(hold, attempt.start())
-                    continue
-                start, stop = match.span()
-                pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock, base, before, window)
-                if pending is not None:
-                    hold = min(hold, pending)
-                    if (delim.stable and start == start_at and pending == start and prefilter is not None
-                            and isinstance(clock, ScanState) and (delim.lookahead is None or stop < end)
-                            and delim.branches is None):  # with branches, more text may decide it sooner
-                        # Held at its candidate until the end of the stream (unbounded lookahead) or until its
-                        # lookahead has the text it may read: until then, the same scan would hold here again.
-                        until = None if delim.lookahead is None else stop + delim.lookahead + base
-                        clock.waiting[id(delim)] = (start + base, until)
-                        if deferred is None or start < deferred[0]:
-                            deferred = (start, delim, None, None)
-                    if pending <= start:
+            try:
+                if prefilter is not None:
+                    if not eos and not (prefilter.at_start and at == 0):
+                        if not _literal_starts(prefilter, buf, at):
+                            hold = min(hold, at)  # only a cut-off literal at the edge: wait for the text to decide it
+                            continue
+                        waiting = getattr(clock, "waiting", None)
+                        waits = waiting.get(id(delim)) if waiting else None
+                        if (delim.suffixes is not None and (end - at <= WAIT_CHARS or _rechecked(delim))
+                                and not _suffix_after(delim, buf, at)
+                                and _may_match_at(delim, buf, at, base, before, ctx, clock, window)
+                                or waits is not None and waits[0] == at + base
+                                and (waits[1] is None or end + base < waits[1])):
+                            # A match from here must end with a suffix that has not arrived (and one may still start
+                            # here); or a complete match here is one that only the end of the stream decides.
+                            hold = min(hold, at)
+                            if deferred is None or at < deferred[0]:
+                                deferred = (at, delim, None, None)
+                            continue
+                if delim.edge_blind and not eos:
+                    edge = _edge_pending(delim, buf, start_at, ctx, clock)
+                    if edge is not None:
+                        hold = min(hold, edge)
+                if eos:
+                    match = _search(delim, buf, start_at, False, ctx, clock, base=base, before=before, window=window)
+                    if match is None:
                         continue
-                if attempt.start() < start:
-                    kept_text.append(attempt.start())
+                    start, stop = match.span()
+                elif delim.unbounded:
+                    # Fuzzy matching: which match a search finds can change with any later text, so nothing from
+                    # the search origin on is decided before the end of the stream.
+                    hold = min(hold, start_at)
+                    continue
+                elif delim.reverse:
+                    # A reverse search finds the match that ends last, and more text can always bring a later one:
+                    # it commits only at the end of the stream. Its match cannot start before the leftmost position
+                    # where the same pattern, searching forwards, matches or partially matches.
+                    ahead = clock.capped(delim, "search", buf, start_at, ctx, pattern=delim.forward_regex)
+                    if ahead is not None:
+                        first = ahead.start()
+                        if not ahead.partial:  # a complete match is preferred to an earlier partial one: look before it
+                            earlier = _regex_pending(delim, buf, start_at, first - 1, ctx, clock,
+                                                     pattern=delim.forward_regex)
+                            first = first if earlier is None else earlier
+                        hold = min(hold, first)
+                    continue
+                else:
+                    match = _search(delim, buf, start_at, True, ctx, clock, streaming=True, base=base, before=before,
+                                    window=window)
+                    # With \K the reported match starts after text the attempt already consumed; hold from where
+                    # the attempt began (the same pattern without \K), or that text could be flushed away.
+                    attempt = match if delim.attempt_regex is None else clock.capped(
+                        delim, "search", buf, start_at, ctx, pattern=delim.attempt_regex)
+                    if attempt is None:
+                        if start_at == 0 and start_dies is not None and id(delim) in start_dies \
+                                and type(clock) is ScanState:
+                            clock.dead_at_start.add(id(delim))  # nothing from index 0 on, and none can come at 0
+                        continue
+                    if attempt.partial or match is None or match.partial:
+                        hold = min(hold, attempt.start())
+                        continue
+                    start, stop = match.span()
+                    pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock, base, before,
+                                             window)
+                    if pending is not None:
+                        hold = min(hold, pending)
+                        if (delim.stable and start == start_at and pending == start and prefilter is not None
+                                and isinstance(clock, ScanState) and (delim.lookahead is None or stop < end)
+                                and delim.branches is None):  # with branches, more text may decide it sooner
+                            # Held at its candidate until the end of the stream (unbounded lookahead) or until its
+                            # lookahead has the text it may read: until then, the same scan would hold here again.
+                            until = None if delim.lookahead is None else stop + delim.lookahead + base
+                            clock.waiting[id(delim)] = (start + base, until)
+                            if deferred is None or start < deferred[0]:
+                                deferred = (start, delim, None, None)
+                        if pending <= start:
+                            continue
+                    if attempt.start() < start:
+                        kept_text.append(attempt.start())
+            except ProbeGaveUp:
+                # A streaming-only call ran out of the probe budget (`SearchClock.probe`): hold from where this
+                # delimiter could begin until a delimiter commits or the stream ends, where the one-shot rule decides,
+                # without asking again on every feed.
+                gave = max(start_at, pos)
+                hold = min(hold, gave)
+                if type(clock) is ScanState:
+                    clock.given_up[id(delim)] = gave + base
+                continue
         key = (start, start - stop, OPEN_FIRST[delim.kind], delim.field)
         if best is None or key < best[0]:
             best = (key, delim, start, stop, match)
@@ -858,11 +891,12 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     lookbehind selects at each candidate (`_variant`), on ``buf`` alone.
     """
     prefilter = delim.prefilter
+    run = clock.capped if streaming else clock.run  # streaming: on text cut short (`SearchClock.capped`)
     if prefilter is None or delim.lookbehind is not None:
-        match = clock.run(delim, "search", buf, at, ctx, partial=partial)
+        match = run(delim, "search", buf, at, ctx, partial=partial)
         while streaming and match is not None and match.partial and _no_alternative_at(delim, buf, match.start(),
                                                                                           ctx, clock):
-            match = clock.run(delim, "search", buf, match.start() + 1, ctx, partial=partial)
+            match = run(delim, "search", buf, match.start() + 1, ctx, partial=partial)
         return match
     decided = None
     if streaming and delim.max_width is not None and delim.lookahead is not None:
@@ -872,7 +906,7 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
     p = at
     while p != -1:
         pattern = delim.split[1][_variant(delim, buf, p, base, before, ctx, clock, window)] if split else None
-        m = clock.run(delim, "match", buf, p, ctx, partial=partial, pattern=pattern)
+        m = run(delim, "match", buf, p, ctx, partial=partial, pattern=pattern)
         if m is not None:
             if not m.partial:
                 return m
@@ -892,7 +926,7 @@ def _no_alternative_at(delim: Delimiter, buf: str, at: int, ctx: ParseContext, c
     alternatives = alternative_patterns(delim.source, delim.regex.flags)
     if alternatives is None:
         return False
-    return all(clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rx) is None for rx in alternatives)
+    return all(clock.probe(delim, "match", buf, at, ctx, pattern=rx) is None for rx in alternatives)
 
 
 def _may_match_at(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext,
@@ -906,7 +940,7 @@ def _may_match_at(delim: Delimiter, buf: str, at: int, base: int, before: str, c
         return True
     pattern = (delim.split[1][_variant(delim, buf, at, base, before, ctx, clock, window)]
                if delim.split is not None else None)
-    return clock.run(delim, "match", buf, at, ctx, partial=True, pattern=pattern) is not None
+    return clock.probe(delim, "match", buf, at, ctx, pattern=pattern) is not None
 
 
 def _suffix_after(delim: Delimiter, buf: str, at: int) -> bool:
@@ -995,7 +1029,7 @@ def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContex
         branch = branches[0]
         return branch.decided if stop < len(buf) else branch.edge_final
     for branch in branches:
-        m = clock.run(delim, "match", buf, start, ctx, partial=True, pattern=branch.regex)
+        m = clock.probe(delim, "match", buf, start, ctx, pattern=branch.regex)
         if m is None:
             if not branch.sure_failure:
                 return False  # more text might still make it match here (`a\B|a` seeing `a`)
