@@ -299,6 +299,10 @@ class SearchClock:
             until_deadline = ctx.deadline - time.monotonic()
             if until_deadline <= 0:
                 raise BudgetExceededError(ctx.budget, field=delim.field, role=delim.kind, pattern=delim.source)
+            if charged and until_deadline < 2 * probe_left:
+                # Stopping this search at the probe budget would leave the search that decides at the end less
+                # time than it spent: let the deadline stop it, here, naming the pattern.
+                timeout, probe_left = left, float("inf")
             if until_deadline < timeout:
                 timeout, by_deadline = until_deadline, True
         elif len(text) - pos <= unguarded_length(compiled):
