@@ -129,13 +129,23 @@ class ValuesBudgetError(ValueError):
     millions of values. Raised when a region's value is built (with ``recover``: that region's ``region_error``;
     every later transform of the parse fails the same way, the rest of the message still parses).
 
+    The same error stops a field's ``join`` past ``max_join_chars`` (``kind`` ``"join"``): a join repeats its string
+    between every two matches, so a small output can make a huge message.
+
     Attributes:
-        limit: the parse's ``max_values``; field: the field whose transform went past it.
+        limit: the parse's ``max_values`` (or ``max_join_chars``); field: the field whose transform (or join) went
+        past it; kind: ``"values"`` or ``"join"``.
     """
 
-    def __init__(self, limit: int, field: str | None):
+    def __init__(self, limit: int, field: str | None, kind: str = "values"):
         self.limit = limit
         self.field = field
+        self.kind = kind
+        if kind == "join":
+            super().__init__(f"Field '{field}': joining its matches would build more than {limit:,} characters of "
+                             f"joined text in this parse (max_join_chars): 'join' repeats its string between every "
+                             f"two matches.")
+            return
         super().__init__(f"Field '{field}': the template's transforms would build more than {limit:,} values in this "
                          f"parse (max_values): a transform copies the value each placeholder names, every time it "
                          f"is built.")

@@ -17,7 +17,7 @@ from .template import load_template
 
 
 #: `ResponseParser` options the tokenizer helpers pass through (transformers' methods take none of them).
-PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget", "max_values")
+PARSE_OPTIONS = ("recover", "regex_timeout", "time_budget", "max_values", "max_join_chars")
 PARSER_OPTIONS = ("spans",) + PARSE_OPTIONS
 #: ``tokenizer_config.json`` keys that describe how *this machine* loaded the tokenizer, not the tokenizer:
 #: transformers records ``from_pretrained`` loading options (``is_local``, ``local_files_only`` when it runs
@@ -66,7 +66,8 @@ def parse_with_tokenizer(tokenizer: Any, response: Any, schema: Any = None, *, p
         prefix: the prompt before generation: a string or ids, or for a batch either one prefix (broadcast)
             or one per item. Required; ``""`` or ``[]`` opts out.
         tools: tools offered to the model, for typing tool-call arguments.
-        options: `ResponseParser` options: ``recover``, ``regex_timeout``, ``time_budget``, ``max_values``.
+        options: `ResponseParser` options: ``recover``, ``regex_timeout``, ``time_budget``, ``max_values``,
+            ``max_join_chars``.
 
     Returns:
         One message dict for a single sequence; a list of them for a batch (even a one-item batch).

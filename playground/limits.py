@@ -54,7 +54,8 @@ class Limits:
         max_message_chars: the largest parsed message the page shows, in characters of its JSON (measured with
             `playground.jsonsize.json_size`, which stops at the limit); a larger one is replaced by a note. A
             template's transform can repeat a value thousands of times, so a small text can make a message whose
-            JSON is gigabytes. None: no cap.
+            JSON is gigabytes. Also the parser's ``max_join_chars``: the joins of a field past it fail with a region
+            error, before the joined text is built. None: no cap.
         head_timeout: seconds a connection may take to send a complete request head (`playground.connections`);
             None: no limit.
         max_connections_per_address: HTTP connections one network address may hold at once

@@ -93,8 +93,8 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
         return result
     if any(e.get("values") for e in view.errors):
         result["skipped"] = ("reference check skipped: our parse stopped at this server's limit on the values a "
-                             "template's transforms may build (--max-transform-values); the transformers parser "
-                             "would build them all")
+                             "template's transforms may build (--max-transform-values) or on the characters its "
+                             "joins may build (--max-message-chars); the transformers parser would build them all")
         return result
     if view.message_size is not None:
         result["skipped"] = ("reference check skipped: our parsed message is over this server's size limit for a "

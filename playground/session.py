@@ -239,7 +239,9 @@ class LiveParse:
                 self.parser = parsing.ResponseParser(self.compiled, self.prefix, tools=tools or None, spans=True,
                                                      recover=True, regex_timeout=regex_timeout,
                                                      time_budget=self.budget.remaining(),
-                                                     max_values=self.budget.max_transform_values)
+                                                     max_values=self.budget.max_transform_values,
+                                                     max_join_chars=self.budget.max_message_chars
+                                                     or parsing.parser.DEFAULT_MAX_JOIN_CHARS)
             self._add(self.parser.initial_events, "prefix")
         except Exception as e:  # noqa: BLE001 - shown to the user, never raised
             self.parser = None
