@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ VALUE_HEAD_CHARS = 1000  # characters of JSON kept of a region value over the ca
 
 #: The template the editor starts from when the model brings none: the project's default (the library's).
 SKELETON_TEMPLATE = default_template()
+#: compiled templates kept by their exact text (`compiled_template`)
+COMPILED_TEMPLATES = 8
 
 
 def template_to_text(spec: Any) -> str:
@@ -194,6 +197,19 @@ class PartialMessage:
         return out
 
 
+@lru_cache(maxsize=COMPILED_TEMPLATES)
+def compiled_template(text: str) -> parsing.CompiledTemplate:
+    """`parsing.loads_template` of ``text``, kept for the `COMPILED_TEMPLATES` texts used last.
+
+    The page compiles the editor's text several times per edit (its check, the re-parse of the last run and of the
+    chat's last turn) and again at each Send and replay; a large template takes seconds (250 pattern fields: about
+    3 s on a loaded 2-core machine), outside any request budget. A compiled template is read-only for its parsers
+    (what they derive from it is derived once, `parsing.parser._Plan`), so sessions share it. The key is the whole
+    text; errors are not kept (they raise again, as `parsing.loads_template` does).
+    """
+    return parsing.loads_template(text)
+
+
 class LiveParse:
     """Feeds chunks to a spanning parser and never raises after construction, except `RequestCancelled`.
 
@@ -209,7 +225,8 @@ class LiveParse:
 
     def __init__(self, template_text: str, prefix: str, tools: list | None = None, *,
                  budget: RequestBudget | None = None, regex_timeout: float | None = parsing.parser.DEFAULT_REGEX_TIMEOUT):
-        self.compiled = parsing.loads_template(template_text)
+        self.compiled = compiled_template(template_text) if isinstance(template_text, str) else \
+            parsing.loads_template(template_text)
         spec = getattr(self.compiled, "spec", None)
         if not isinstance(spec, dict):
             spec = json.loads(template_text) if isinstance(template_text, str) else template_text

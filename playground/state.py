@@ -55,7 +55,8 @@ from typing import Any
 import parsing
 
 from .jsonsize import json_size
-from .session import NBYTES_MESSAGE_CHARS, SKELETON_TEMPLATE, ParseView, Run, keep_parse, template_to_text
+from .session import (NBYTES_MESSAGE_CHARS, SKELETON_TEMPLATE, ParseView, Run, compiled_template, keep_parse,
+                      template_to_text)
 
 __all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
 
@@ -200,7 +201,7 @@ class Session:
 
     def _check_template(self) -> None:
         try:
-            parsing.loads_template(self.template_text)
+            compiled_template(self.template_text)
             self.problem = None
         except parsing.TemplateError as e:
             self.problem = e
