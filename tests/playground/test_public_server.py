@@ -154,7 +154,7 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
     answers: dict[str, list] = {}
 
     def session(name, calls):
-        client = Client(url, verbose=False, headers=_visitor(list(jobs).index(name) + 1))
+        client = clients[name]
         out = []
         try:
             for api, args in calls:
@@ -181,6 +181,9 @@ def test_hostile_sessions_do_not_stop_the_others(server, tmp_path):
                                                     "../../etc", "x" * 5000, "gpt2")],
     }
     odd = "<think>a\ud800b</think>\udfff<tool_call>" + deep + "</tool_call><|im_end|>"
+    # connected before the load starts: a Client reads the API description with a 5-second timeout, which the load
+    # (not what this test is about) can pass on a loaded machine
+    clients = {name: Client(url, verbose=False, headers=_visitor(i + 1)) for i, name in enumerate(jobs)}
     with ThreadPoolExecutor(len(jobs) + 1) as pool:
         odd_answer = pool.submit(_browser_predict, url, "/paste_parse", [odd, PREFIX, "", json.dumps(TEMPLATE)],
                                  _visitor(99))
