@@ -1,7 +1,8 @@
 """Every library family, our parser against transformers 5.23's, measured in the same process.
 
 Two measures, each the best of several runs that alternate the two parsers (so a burst of load on a shared
-machine hits both alike):
+machine hits both alike), taken round after round over all the families (so one burst cannot hit all of one
+family's runs):
 
 1. Transcripts: every transcript of a family streamed through the family's own template in fixed-size chunks
    (4 characters by default): parser construction with the prefix and tools, every feed, finalize. Ours starts
@@ -196,7 +197,7 @@ def main() -> None:
     disagreements = []
 
     if not args.no_transcripts:
-        rows = []
+        prepared = []
         for family in families:
             ours_t = load_template(family.template)
             ref_t = load_response_template(family.template)
@@ -204,16 +205,21 @@ def main() -> None:
             for case in cases:
                 if run_case(ResponseParser, ours_t, case) != run_case(ReferenceParser, ref_t, case):
                     disagreements.append(f"{family.name}: a transcript parses differently")
-            ours_runs, dict_runs, ref_runs = [], [], []
-            for _ in range(args.repeat):
+            prepared.append((family, ours_t, ref_t, cases, [], [], []))
+        # Round after round over all families (not one family's runs back to back): a family's runs are spread
+        # over the whole measure, so one burst of load on a shared machine cannot hit all of them.
+        for _ in range(args.repeat):
+            for family, ours_t, ref_t, cases, ours_runs, dict_runs, ref_runs in prepared:
                 ours_runs.append(time_cases(ResponseParser, ours_t, cases, args.inner))
                 dict_runs.append(time_cases(ReferenceParser, family.template, cases, args.inner))
                 ref_runs.append(time_cases(ReferenceParser, ref_t, cases, args.inner))
+        rows = []
+        for family, _, _, cases, ours_runs, dict_runs, ref_runs in prepared:
             per = args.inner * len(cases)
             rows.append((family.name, len(cases), sum(len(c.chunks) for c in cases), min(ours_runs) / per * 1e6,
                          min(dict_runs) / per * 1e6, min(ref_runs) / per * 1e6))
         print(f"Transcripts: {args.chunk}-character chunks; {'wall-clock' if args.wall else 'CPU'} µs per transcript "
-              f"(construction with prefix and tools, feeds, finalize), best of {args.repeat} alternating runs of "
+              f"(construction with prefix and tools, feeds, finalize), best of {args.repeat} alternating runs (rounds over all families) of "
               f"{args.inner} passes; ours from its compiled template; the reference built from the template dict "
               f"('from dict', as tokenizer.parse_response does) and from its own compiled template ('compiled')")
         print()
@@ -235,17 +241,22 @@ def main() -> None:
     ref_repeat = max(2, args.repeat // 2)
     for kb in args.sizes:
         literal = Case(LITERAL_PREFIX, [], fixed_chunks(make_generation(kb), args.chunk))
-        rows = []
+        prepared = []
         for family in families:
             ours_t = load_template(family.template)
             ref_t = load_response_template(family.template)  # built before the feeds are timed either way
             case, words = long_stream_case(family, kb, args.chunk)
-            ours_runs, ref_runs, lit_runs = [], [], []
-            for _ in range(ref_repeat):
-                ref_runs.append(time_feeds(ReferenceParser, ref_t, case))
+            prepared.append((family, ours_t, ref_t, case, words, [], [], []))
+        for _ in range(ref_repeat):  # round after round over all families, as for the transcripts
+            for family, ours_t, ref_t, case, words, ours_runs, ref_runs, lit_runs in prepared:
+                elapsed, message = time_feeds(ReferenceParser, ref_t, case)
+                ref_runs.append((elapsed, message if not ref_runs else None))  # (one message kept: memory)
                 for _ in range(OURS_PER_REFERENCE_RUN):  # ours costs a tenth of the reference: more samples
-                    ours_runs.append(time_feeds(ResponseParser, ours_t, case))
-                    lit_runs.append(time_feeds(ResponseParser, LITERAL_TEMPLATE, literal))
+                    elapsed, message = time_feeds(ResponseParser, ours_t, case)
+                    ours_runs.append((elapsed, message if not ours_runs else None))
+                    lit_runs.append(time_feeds(ResponseParser, LITERAL_TEMPLATE, literal)[0])
+        rows = []
+        for family, ours_t, ref_t, case, words, ours_runs, ref_runs, lit_runs in prepared:
             ours_msg, ref_msg = ours_runs[0][1], ref_runs[0][1]
             if ours_msg != ref_msg:
                 disagreements.append(f"{family.name}: the {kb} KB stream parses differently")
@@ -254,12 +265,12 @@ def main() -> None:
             feeds = len(case.chunks)
             ours = min(r[0] for r in ours_runs) / feeds * 1e6
             ref = min(r[0] for r in ref_runs) / feeds * 1e6
-            lit = min(r[0] for r in lit_runs) / len(literal.chunks) * 1e6
+            lit = min(lit_runs) / len(literal.chunks) * 1e6
             rows.append((family.name, feeds, ours, ref, lit))
         print(f"Long streams, {kb} KB of reasoning then a call: {'wall-clock' if args.wall else 'CPU'} µs per feed "
               f"({args.chunk}-character chunks), the reference's best of {ref_repeat} runs, ours and 'literal-only' "
               f"(our parser on the literal-only template of bench_stream.py, same size) each the best of "
-              f"{ref_repeat * OURS_PER_REFERENCE_RUN}, all alternating in the same run")
+              f"{ref_repeat * OURS_PER_REFERENCE_RUN}, all alternating in the same run, in rounds over all families")
         print()
         print("| family | feeds | ours µs/feed | reference µs/feed | speed-up | literal-only µs/feed "
               "| ours / literal-only |")
