@@ -28,6 +28,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0) -> tuple[subprocess.Popen, str]:
+    """Start ``python app.py --port PORT *args`` offline on a free loopback port, output to ``log``.
+
+    Returns ``(proc, url)`` (``http://127.0.0.1:PORT/``) once ``ready(url)`` returns without raising; fails the
+    test with the log's tail if the app exits or is not ready within ``startup_timeout`` seconds.
+    """
+    import pytest
+
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
+    env.pop("SPACE_ID", None)
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *args], cwd=ROOT, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + startup_timeout
+    while True:
+        try:
+            ready(url)
+            return proc, url
+        except Exception:  # noqa: BLE001 - not up yet
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the app did not start:\n" + log.read_text()[-3000:])
+            time.sleep(1)
+
+
 class ServeProcess:
     """A running ``transformers serve``: ``url`` (``http://127.0.0.1:PORT/v1``), ``proc``, ``log``."""
 

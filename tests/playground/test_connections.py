@@ -4,44 +4,24 @@ request head that never ends is closed."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.serving import free_port
+from tests.serving import start_app
 
-ROOT = Path(__file__).resolve().parents[2]
 CAP = 20
 HEAD_TIMEOUT = 15
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = free_port()
     log = tmp_path_factory.mktemp("conn") / "server.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
-    env.pop("SPACE_ID", None)
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "app.py", "--public", "--no-preload", "--port", str(port),
-                                 "--head-timeout", str(HEAD_TIMEOUT), "--max-connections-per-address", str(CAP)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            httpx.get(url + "config", timeout=5)
-            break
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("the app did not start:\n" + log.read_text()[-3000:])
-            time.sleep(1)
+    proc, url = start_app(["--public", "--no-preload", "--head-timeout", str(HEAD_TIMEOUT),
+                           "--max-connections-per-address", str(CAP)], log,
+                          lambda url: httpx.get(url + "config", timeout=5).raise_for_status())
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
     yield port, log
     proc.kill()
     proc.wait()

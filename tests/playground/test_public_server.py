@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from playground.remote_panel import LOCAL  # the model box's own machine, not a remote server
+from tests.serving import start_app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUDGET = 5.0  # the public default
@@ -37,12 +36,6 @@ NESTED = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assist
 SLOW = {"start_anchor": "X", "fields": {"x": {"open_pattern": "(a|aa)+z", "close": "</x>"}, "content": {}}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -55,27 +48,11 @@ def _rss_mb(pid: int) -> float:
 def server(tmp_path_factory):
     from gradio_client import Client
 
-    port = _free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
-    env.pop("SPACE_ID", None)
-    with open(log, "w") as out:
-        # Each session below is a visitor of its own (its own X-Forwarded-For address): the public per-visitor
-        # job cap (4) would otherwise count them all as 127.0.0.1.
-        proc = subprocess.Popen([sys.executable, "app.py", "--public", "--port", str(port), "--request-budget",
-                                 str(BUDGET), "--reference-budget", "4", "--workers", "2", "--trust-forwarded-for"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while True:
-        try:
-            Client(url, verbose=False).close()
-            break
-        except Exception:  # noqa: BLE001 - not up yet
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("the app did not start:\n" + log.read_text()[-3000:])
-            time.sleep(1)
+    # Each session below is a visitor of its own (its own X-Forwarded-For address): the public per-visitor job
+    # cap (4) would otherwise count them all as 127.0.0.1.
+    proc, url = start_app(["--public", "--request-budget", str(BUDGET), "--reference-budget", "4", "--workers", "2",
+                           "--trust-forwarded-for"], log, lambda url: Client(url, verbose=False).close())
     yield proc, url
     proc.kill()
     proc.wait(timeout=30)
