@@ -30,10 +30,10 @@ SLOW_RUN = "a" * 24 + " "
 
 @pytest.mark.parametrize("n_a", [34, 60])
 def test_nested_value_parser_runs_under_the_regex_budget(n_a):
-    start = time.monotonic()
+    start = time.thread_time()
     with pytest.raises(PatternTimeoutError) as info:
         parse_response(nested_input(n_a), NESTED, prefix="", regex_timeout=0.1)
-    assert time.monotonic() - start < 3
+    assert time.thread_time() - start < 3
     err = info.value
     assert (err.field, err.role) == ("args", "value_parser.args.tag_pattern")
     assert err.pattern == "(?P<key>k)(?P<value>(a|aa)+z)"
@@ -78,15 +78,18 @@ def test_content_parsers_share_one_signature():
 
 def test_time_budget_bounds_the_total_work_of_a_one_shot_parse():
     text = SLOW_RUN * 208  # 5.2 KB: 37 s in the playground before the fix
-    start = time.monotonic()
+    # The one search of this text never ends, so the budget runs out inside it, naming the pattern, unless the
+    # Python work before the call alone outlasts the budget: 1 s of it keeps that out of reach even on a loaded
+    # machine (0.3 s did not, at load 13). The per-call budget is far above it: the deadline, not the call, stops it.
+    start = time.thread_time()  # the work done, not the wall-clock time a loaded machine adds
     with pytest.raises(BudgetExceededError) as info:
-        parse_response(text, SLOW_OPEN, prefix="", time_budget=0.3)
-    assert time.monotonic() - start < 3
+        parse_response(text, SLOW_OPEN, prefix="", time_budget=1.0, regex_timeout=30)
+    assert time.thread_time() - start < 5
     err = info.value
     assert isinstance(err, TimeoutError) and not isinstance(err, PatternTimeoutError)
-    assert (err.budget, err.field, err.role, err.pattern) == (0.3, "x", "open", "(a|aa)+z")
+    assert (err.budget, err.field, err.role, err.pattern) == (1.0, "x", "open", "(a|aa)+z")
     assert err.stage == "feed" and err.position == 0
-    assert "time budget of 0.3 s" in str(err) and "parsed up to character 0" in str(err)
+    assert "time budget of 1 s" in str(err) and "parsed up to character 0" in str(err)
 
 
 def test_time_budget_counts_only_time_spent_in_the_parser_and_stays_spent():
@@ -99,19 +102,19 @@ def test_time_budget_counts_only_time_spent_in_the_parser_and_stays_spent():
 
     slow = ResponseParser(SLOW_OPEN, prefix="", time_budget=0.3, recover=True, spans=True)
     fed = 0
-    start = time.monotonic()
+    start = time.thread_time()
     with pytest.raises(BudgetExceededError) as info:
         for _ in range(10_000):  # each feed re-searches the held run: cheap calls, growing total
             slow.feed(SLOW_RUN)
             fed += len(SLOW_RUN)
-    assert time.monotonic() - start < 3
+    assert time.thread_time() - start < 3
     assert info.value.stage == "feed" and 0 <= info.value.position <= fed
-    t0 = time.monotonic()
+    t0 = time.thread_time()
     with pytest.raises(BudgetExceededError):  # spent: every later call stops at once
         slow.feed("more")
     with pytest.raises(BudgetExceededError):
         slow.finalize()
-    assert time.monotonic() - t0 < 0.1
+    assert time.thread_time() - t0 < 0.1
 
 
 def test_time_budget_cuts_the_prefix_and_content_parsers_too():
@@ -121,9 +124,9 @@ def test_time_budget_cuts_the_prefix_and_content_parsers_too():
     assert (info.value.stage, info.value.role, info.value.field) == ("prefix", "start_anchor", None)
     # Many nested matches, each under the per-call budget: the deadline stops them all.
     many = "<x>" + "".join(f"<p{i}>k" + "a" * 26 + f"yz</p{i}>" for i in range(100)) + "</x>done<|im_end|>"
-    start = time.monotonic()
+    start = time.thread_time()
     with pytest.raises(BudgetExceededError) as info:
         parse_response(many, NESTED, prefix="", recover=True, time_budget=0.3)
-    assert time.monotonic() - start < 3
+    assert time.thread_time() - start < 3
     assert (info.value.field, info.value.role, info.value.stage) == ("args", "value_parser.args.tag_pattern",
                                                                      "feed")
