@@ -64,9 +64,15 @@ def main(argv=None) -> None:
     demo.queue(**queue)
     fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for)
     # behind a proxy every connection comes from it: no cap per address there
-    connections.install(limits.head_timeout,
-                        None if limits.trust_forwarded_for else limits.max_connections_per_address)
-    demo.launch(server_name=args.host, server_port=args.port, **launch, **launch_kwargs())
+    total = connections.install(limits.head_timeout,
+                                None if limits.trust_forwarded_for else limits.max_connections_per_address,
+                                limits.max_connections)
+    if total != limits.max_connections:
+        print(f"--max-connections: {total:,} (half this process's open-file limit), not {limits.max_connections:,}",
+              flush=True)
+    # Gradio's launch requests its own page once and stops the app when that fails (`_frontend`, gradio 6.31): under
+    # a connection flood past the caps above the request is refused, and a public server must still start
+    demo.launch(server_name=args.host, server_port=args.port, _frontend=False, **launch, **launch_kwargs())
 
 
 def serving_kwargs(limits, concurrency: int) -> tuple[dict, dict]:

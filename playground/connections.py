@@ -11,7 +11,14 @@ two minutes). `install` bounds both, in the HTTP protocol uvicorn builds for eac
 * one network address may hold at most ``per_address`` connections; past it a new one is closed at once. Behind a
   proxy (a Hugging Face Space) every connection comes from the proxy, so the cap is off there
   (``trust_forwarded_for``); the proxy holds visitors' half-sent requests itself;
-* the process's soft open-file limit is raised to its hard limit.
+* all addresses together may hold at most ``total`` connections; past it a new one is closed at once. Trial 10 then
+  held 79 loopback addresses x 256 connections and reached the open-file limit again (normal requests took
+  2.8-6 s). The cap is kept at most half the open-file limit (`total_cap`), so the files a request opens (static
+  files, uploads, worker pipes) are still there when a flood fills it;
+* the process's soft open-file limit is raised to its hard limit;
+* when accepting fails for want of files anyway (``EMFILE``: the cap off, or files held elsewhere), asyncio logs a
+  traceback per try, many a second (Python 3.11 retries up to 100 times per loop tick): `AcceptErrorLog` turns that
+  into one line a minute with a count.
 
 Gradio builds uvicorn's ``Config`` itself with ``http="auto"``; `install` points uvicorn's "auto" protocol name at
 a subclass of the protocol it named (h11, or httptools when installed), for servers started afterwards in this
@@ -20,35 +27,48 @@ process (checked against uvicorn 0.54 by ``tests/playground/test_connections.py`
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any
 
 _AUTO = "uvicorn.protocols.http.auto:AutoHTTPProtocol"
 _lock = threading.Lock()
 _open: dict[str, int] = {}  # connections held per peer address
-_settings = {"head_timeout": None, "per_address": None}
+_total = [0]  # connections held by all addresses (counted while a total cap is set)
+_settings: dict[str, Any] = {"head_timeout": None, "per_address": None, "total": None}
 
 
 class _Guard:
     """Mixed into uvicorn's HTTP protocol class (needs its ``transport``, ``cycle`` and ``connection_lost``)."""
 
     _peer: str | None = None
+    _counted = False  # counted in _total
     _head_timer: Any = None
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        peer = transport.get_extra_info("peername")
-        cap = _settings["per_address"]
-        if cap is not None and isinstance(peer, tuple) and peer:
-            with _lock:
-                held = _open.get(peer[0], 0)
-                if held < cap:
-                    _open[peer[0]] = held + 1
-                    self._peer = peer[0]
-            if self._peer is None:
-                transport.abort()  # over the cap: no answer (it would cost what the cap saves)
-                return
+        if not self._admit(transport.get_extra_info("peername")):
+            transport.abort()  # over a cap: no answer (it would cost what the cap saves)
+            return
         self._arm(None)
+
+    def _admit(self, peer: Any) -> bool:
+        """Count this connection under the caps; False (nothing counted) when one of them is full."""
+        cap, total = _settings["per_address"], _settings["total"]
+        address = peer[0] if cap is not None and isinstance(peer, tuple) and peer else None
+        with _lock:
+            if total is not None and _total[0] >= total:
+                return False
+            if address is not None and _open.get(address, 0) >= cap:
+                return False
+            if total is not None:
+                _total[0] += 1
+                self._counted = True
+            if address is not None:
+                _open[address] = _open.get(address, 0) + 1
+                self._peer = address
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._head_timer is not None:
@@ -58,14 +78,17 @@ class _Guard:
         super().connection_lost(exc)  # type: ignore[misc]
 
     def _release(self) -> None:
-        if self._peer is not None:
-            with _lock:
+        with _lock:
+            if self._counted:
+                _total[0] -= 1
+                self._counted = False
+            if self._peer is not None:
                 left = _open.get(self._peer, 1) - 1
                 if left > 0:
                     _open[self._peer] = left
                 else:
                     _open.pop(self._peer, None)
-            self._peer = None
+                self._peer = None
 
     def _arm(self, cycle: Any) -> None:
         timeout = _settings["head_timeout"]
@@ -99,30 +122,85 @@ def _guarded_protocol() -> type:
 GuardedHTTPProtocol = _guarded_protocol()
 
 
-def raise_open_file_limit() -> None:
-    """Raise this process's soft open-file limit to its hard limit (where the platform has one)."""
+def raise_open_file_limit() -> int | None:
+    """Raise this process's soft open-file limit to its hard limit (where the platform has one).
+
+    Returns the soft limit in force afterwards (None: unlimited, or no such limit on this platform).
+    """
     try:
         import resource
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard != resource.RLIM_INFINITY and soft < hard:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        return None if soft == resource.RLIM_INFINITY else soft
     except (ImportError, ValueError, OSError):
-        pass
+        return None
 
 
-def install(head_timeout: float | None, per_address: int | None) -> None:
+def total_cap(requested: int | None, open_files: int | None) -> int | None:
+    """The total connection cap in force: ``requested``, lowered to half of ``open_files`` (the open-file limit)
+    when that is smaller, so that a full cap leaves files for everything else. None: no cap."""
+    if requested is None:
+        return None
+    if open_files is None:
+        return requested
+    return max(1, min(requested, open_files // 2))
+
+
+class AcceptErrorLog(logging.Filter):
+    """A filter for the ``asyncio`` logger: its "socket.accept() out of system resource" records (one per failed
+    accept, with a traceback) become one line per ``every`` seconds, without the traceback, counting the ones left
+    out. Other records pass unchanged."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self, every: float = 60.0):
+        super().__init__()
+        self.every = every
+        self._last: float | None = None
+        self._left_out = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (isinstance(record.msg, str) and record.msg.startswith(self.MESSAGE)):
+            return True
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self.every:
+            self._left_out += 1
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        since = f"; {self._left_out:,} more since the last such line" if self._left_out else ""
+        record.msg = (f"{self.MESSAGE} ({error or 'no detail'}): new connections wait until files are free; logged "
+                      f"at most once every {self.every:g} s{since}")
+        record.args = ()
+        record.exc_info = record.exc_text = None
+        self._last, self._left_out = now, 0
+        return True
+
+
+_accept_log = AcceptErrorLog()
+
+
+def install(head_timeout: float | None, per_address: int | None, total: int | None = None) -> int | None:
     """Bound the connections of uvicorn servers started after this call in this process (see the module doc).
 
     Args:
         head_timeout: seconds a connection may take to send a complete request head (None: no limit).
         per_address: connections one peer address may hold at once (None: no cap).
+        total: connections all addresses may hold at once (None: no cap); lowered by `total_cap`.
+
+    Returns the total cap in force (None: none).
     """
     import uvicorn.config
 
+    open_files = raise_open_file_limit()
     _settings["head_timeout"] = head_timeout
     _settings["per_address"] = per_address
-    raise_open_file_limit()
-    if head_timeout is None and per_address is None:
-        return
-    uvicorn.config.HTTP_PROTOCOLS["auto"] = f"{__name__}:GuardedHTTPProtocol"
+    _settings["total"] = total_cap(total, open_files)
+    asyncio_log = logging.getLogger("asyncio")
+    if _accept_log not in asyncio_log.filters:
+        asyncio_log.addFilter(_accept_log)
+    if head_timeout is not None or per_address is not None or _settings["total"] is not None:
+        uvicorn.config.HTTP_PROTOCOLS["auto"] = f"{__name__}:GuardedHTTPProtocol"
+    return _settings["total"]

@@ -60,6 +60,8 @@ class Limits:
             None: no limit.
         max_connections_per_address: HTTP connections one network address may hold at once
             (`playground.connections`; off behind a proxy, ``trust_forwarded_for``); None: no cap.
+        max_connections: HTTP connections all addresses may hold at once (`playground.connections`; kept at most
+            half the process's open-file limit); past it a new one is closed at once. None: no cap.
         max_transform_values: how many values a template's transforms may build in one parse (the parser's
             ``max_values``: containers and items of every built transform); past it, those regions fail with a
             region error naming the limit. Bounds the memory one parse can build. None: no cap.
@@ -88,6 +90,7 @@ class Limits:
     max_transform_values: int | None = None
     head_timeout: float | None = None
     max_connections_per_address: int | None = None
+    max_connections: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -103,7 +106,7 @@ class Limits:
                            max_loaded_models=2, max_request_bytes=8 << 20,
                            max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
-                           max_connections_per_address=256), **changes)
+                           max_connections_per_address=256, max_connections=4096), **changes)
 
     def check_size(self, what: str, text: str | int | None, limit_name: str) -> None:
         """Raise ValueError (a message for the page) when ``text`` (or a length already measured) is longer than
@@ -219,13 +222,16 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--max-connections-per-address": ("max_connections_per_address", int, "N",
                                       "HTTP connections one network address may hold at once; off with "
                                       "--trust-forwarded-for (0: no cap)"),
+    "--max-connections": ("max_connections", int, "N",
+                          "HTTP connections all addresses may hold at once, at most half the open-file limit "
+                          "(0: no cap)"),
 }
 
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
                  "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
-                 "max_transform_values", "head_timeout", "max_connections_per_address"}
+                 "max_transform_values", "head_timeout", "max_connections_per_address", "max_connections"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,8 +31,11 @@ def free_port() -> int:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0) -> tuple[subprocess.Popen, str]:
+def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0,
+              preexec_fn=None) -> tuple[subprocess.Popen, str]:
     """Start ``python app.py --port PORT *args`` offline on a free loopback port, output to ``log``.
+
+    ``preexec_fn``: run in the child before ``app.py`` starts (as `subprocess.Popen`'s; e.g. to lower a limit).
 
     Returns ``(proc, url)`` (``http://127.0.0.1:PORT/``) once ``ready(url)`` returns without raising; fails the
     test with the log's tail if the app exits or is not ready within ``startup_timeout`` seconds.
@@ -44,7 +47,7 @@ def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0)
     env.pop("SPACE_ID", None)
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *args], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
+                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + startup_timeout
     while True:

@@ -63,6 +63,7 @@ def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
     assert rows["--head-timeout"] == (_seconds(public.head_timeout), "none") and private.head_timeout is None
     assert rows["--max-connections-per-address"] == (f"{public.max_connections_per_address:,}", "none")
     assert private.max_connections_per_address is None
+    assert rows["--max-connections"] == (f"{public.max_connections:,}", "none") and private.max_connections is None
 
 
 def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
