@@ -3,6 +3,11 @@
 Gradio 6.31 counts an event's input values before any handler (so before `playground.guard`) runs:
 ``Blocks.validate_inputs``, called from ``Blocks.preprocess_data``, raises a plain ``ValueError`` when too few came,
 and passes too many on unchecked (the values then land in the wrong inputs, shifted by the hidden session input).
+For a raw HTTP call Gradio puts a placeholder (None) in each hidden input's slot only when exactly the shown inputs'
+count came; ``gradio_client`` and the page send the placeholders themselves (None: the page never holds a
+``gr.State``'s value; Gradio sends None for it). So one value too many arrives as a call of the full count whose
+hidden slot holds a value (trial 10: the first value of ``/paste_parse`` then filled the session slot and every
+other value moved one input along), and that is how `PlaygroundBlocks` tells it from a right call.
 A server launched with ``show_error=False`` (a public one must not show every internal message) sends a plain
 exception to the caller as ``{"error": null}``; only a ``gr.Error`` message reaches it whatever ``show_error`` says
 (``gradio.utils.error_payload``). `PlaygroundBlocks` therefore checks the count itself and raises a ``gr.Error`` that
@@ -29,8 +34,10 @@ class PlaygroundBlocks(gr.Blocks):
 
     def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
         # An API call sends the values of the inputs an API caller sees; Gradio has already put a placeholder
-        # for each hidden one (the session state) when that count matched, so a right call has them all here.
-        if len(inputs) != len(block_fn.inputs):
+        # (None) for each hidden one (the session state) when that count matched, so a right call has them all
+        # here, with None in every hidden slot; a value there is a value too many (see the module doc).
+        hidden = [i for i, b in enumerate(block_fn.inputs) if getattr(b, "skip_api", False)]
+        if len(inputs) != len(block_fn.inputs) or any(inputs[i] is not None for i in hidden):
             shown = [b for b in block_fn.inputs if not getattr(b, "skip_api", False)]
             wanted = [html.escape(str(getattr(b, "label", None) or type(b).__name__)) for b in shown]
             endpoint = str(block_fn.api_name or block_fn.name or "this endpoint")

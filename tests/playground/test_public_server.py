@@ -275,12 +275,29 @@ def test_an_api_call_with_the_wrong_number_of_values_is_told_which_values(server
 
     _proc, url = server
     wanted = ["Raw model output", "Prompt prefix (may be empty)", "Tools (optional JSON list)", "Response template"]
-    for data in (["<think>ok</think>Hi"], ["a", "b", "", "{}", "extra", "more"]):
-        r = httpx.post(url + "gradio_api/call/paste_parse", json={"data": data}, timeout=60)
+    template = json.dumps({"fields": {"content": {}, "reasoning_content": {"open": "<think>", "close": "</think>"}}})
+    right = ["<think>ok</think>Hi", "", "", template]
+
+    def answer(api_name: str, data: list) -> tuple[str, object]:
+        r = httpx.post(url + f"gradio_api/call/{api_name}", json={"data": data}, timeout=60)
         assert r.status_code == 200, r.text[:200]
-        events = httpx.get(url + f"gradio_api/call/paste_parse/{r.json()['event_id']}", timeout=60).text
-        error = json.loads(events.split("event: error\ndata: ", 1)[1].split("\n", 1)[0])["error"]
-        assert error == wrong_count_text("paste_parse", wanted, len(data)), error
+        events = httpx.get(url + f"gradio_api/call/{api_name}/{r.json()['event_id']}", timeout=60).text
+        kind, data_line = events.strip().split("\n")[-2:]
+        return kind.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))
+
+    # one fewer, one more (it filled the hidden session slot and moved every value one input along: trial 10),
+    # two more, and none at all
+    for data in (right[:-1], right + ["extra"], right + ["extra", "more"], []):
+        kind, payload = answer("paste_parse", data)
+        assert kind == "error" and payload["error"] == wrong_count_text("paste_parse", wanted, len(data)), payload
+    for api_name, data in (("export", [template, "x"]), ("edit_template", [template, "x"])):
+        kind, payload = answer(api_name, data)
+        assert kind == "error" and payload["error"] == wrong_count_text(api_name, ["Response template"], 2), payload
+    # the right count, and the form gradio_client sends (None in the hidden session slot), parse the same
+    parsed = {"content": "Hi", "reasoning_content": "ok"}
+    for data in (right, [None, *right]):
+        kind, payload = answer("paste_parse", data)
+        assert kind == "complete" and json.dumps(parsed)[1:-1] in json.dumps(payload), (kind, str(payload)[:300])
 
 
 def test_one_visitor_cannot_take_every_slot(server):
