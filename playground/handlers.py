@@ -137,7 +137,7 @@ def stop(session_hash: str | None) -> bool:
 def check_against_reference(run: Run, view, template_text: str | None = None) -> dict:
     """The side-by-side transformers check of ``view`` under the limits in force (stopped if the client leaves)."""
     return reference_check(run, view, template_text, budget=guard.limits().reference_budget,
-                           cancel=guard.cancel_event())
+                           cancel=guard.cancel_event(), public=guard.limits().public)
 
 
 def _cut_text(view) -> str:

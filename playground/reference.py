@@ -16,6 +16,7 @@ from typing import Any
 from parsing.streams import merged_events
 
 from .jsonsize import json_head
+from .limits import SERVER_HINT
 from .session import ParseView, Run, describe_error
 from .workers import WorkerFailed, WorkerPool, WorkerTimeout
 
@@ -72,7 +73,8 @@ def reference_events(template_spec: dict, prefix: str, text: str, ends: list[int
 
 
 def reference_check(run: Run, view: ParseView, template_text: str | None = None, *,
-                    budget: float = REFERENCE_BUDGET_S, cancel: threading.Event | None = None) -> dict:
+                    budget: float = REFERENCE_BUDGET_S, cancel: threading.Event | None = None,
+                    public: bool = False) -> dict:
     """Compare our parse of ``run`` with the installed transformers parser fed the same chunks.
 
     Returns ``{"agree": bool, "ref_message": dict | None, "ref_error": str | None, "ours_error": str | None,
@@ -82,8 +84,11 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
     process for at most ``budget`` seconds (its worker is killed past it, or when ``cancel`` is set); then, or
     when our own parse hit a pattern timeout or the request's time budget, the check is skipped (``skipped``
     says why, ``agree`` is False, no differences).  Events are compared in `parsing.streams.merged_events`
-    form (adjacent chunks of a region joined).
+    form (adjacent chunks of a region joined).  ``public``: the reader is a visitor of a public server, who cannot
+    set its flags: a skip note then says how to run the check without the limit instead of naming the flag.
     """
+    flag = (lambda name: f" ({name})") if not public else (lambda name: "")
+    hint = "" if not public else f". To compare them, {SERVER_HINT}"
     text = template_text if template_text is not None else run.template_text
     result = {"agree": False, "ref_message": None, "ref_error": None, "ours_error": None, "differences": [],
               "skipped": None}
@@ -93,12 +98,13 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
         return result
     if any(e.get("values") for e in view.errors):
         result["skipped"] = ("reference check skipped: our parse stopped at this server's limit on the values a "
-                             "template's transforms may build (--max-transform-values) or on the characters its "
-                             "joins may build (--max-message-chars); the transformers parser would build them all")
+                             f"template's transforms may build{flag('--max-transform-values')} or on the characters "
+                             f"its joins may build{flag('--max-message-chars')}; the transformers parser would build "
+                             f"them all{hint}")
         return result
     if view.message_size is not None:
         result["skipped"] = ("reference check skipped: our parsed message is over this server's size limit for a "
-                             "shown message (--max-message-chars), so there is nothing to compare")
+                             f"shown message{flag('--max-message-chars')}, so there is nothing to compare{hint}")
         return result
     if any(e.get("budget") for e in view.errors):
         result["skipped"] = ("reference check skipped: our parse was stopped by this server's time limit per "
@@ -119,7 +125,8 @@ def reference_check(run: Run, view: ParseView, template_text: str | None = None,
                                  "(the server is under load)")
         else:
             result["skipped"] = (f"reference check skipped: the transformers parser exceeded this server's time "
-                                 f"limit for it ({e.budget:g} s, --reference-budget) on this template")
+                                 f"limit for it ({e.budget:g} s{'' if public else ', --reference-budget'}) on this "
+                                 f"template{hint}")
         return result
     except WorkerFailed as e:
         result["ref_error"] = f"{e.type_name}: {e.message}" if e.type_name != "WorkerDied" else None

@@ -59,6 +59,11 @@ def test_reference_check_runs_transformers_in_a_worker_killed_at_its_deadline():
     assert took < 1.0 + 10, took  # the deadline, then the kill (slack for a loaded machine)
     assert chk["skipped"] == ("reference check skipped: the transformers parser exceeded this server's time "
                               "limit for it (1 s, --reference-budget) on this template")
+    # a public visitor cannot set the server's flags: the note says how to run the check without the limit
+    chk = reference_check(run, ParseView(final=True), budget=1.0, public=True)
+    assert chk["skipped"] == ("reference check skipped: the transformers parser exceeded this server's time "
+                              "limit for it (1 s) on this template. To compare them, start the playground on your "
+                              "own machine (`python app.py`: no per-request limit there)")
     assert not chk["differences"] and chk["ref_error"] is None
     html_ = check_html(chk)
     assert "time limit for it (1 s, --reference-budget)" in html_

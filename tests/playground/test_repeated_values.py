@@ -179,6 +179,7 @@ def test_the_page_says_the_message_is_too_large_and_sends_no_huge_answer(tiny_mo
     assert "region_close" in out["events"]
     assert sess.view.message is None and sess.view.message_size > 2_000_000
     assert sess.check and sess.check.get("skipped") and "size limit" in sess.check["skipped"]
+    assert "--" not in sess.check["skipped"] and "own machine" in sess.check["skipped"]  # a public visitor's words
     assert sess.nbytes < 10 * len(PASTE) + 2_000_000
 
 
@@ -208,7 +209,15 @@ def test_a_public_parse_counts_the_values_its_transforms_build():
     assert view.message == {} and error["values"]
     from playground.reference import reference_check
 
-    assert "--max-transform-values" in reference_check(run, view)["skipped"]  # never run on the worker
+    # never run on the worker; a public visitor, who cannot set the server's flags, reads how to run it without the
+    # limit; a private user (whose server it is) reads the flag
+    public_note = reference_check(run, view, public=True)["skipped"]
+    assert public_note == ("reference check skipped: our parse stopped at this server's limit on the values a "
+                           "template's transforms may build or on the characters its joins may build; the "
+                           "transformers parser would build them all. To compare them, start the playground on your "
+                           "own machine (`python app.py`: no per-request limit there)")
+    private_note = reference_check(run, view)["skipped"]
+    assert "(--max-transform-values)" in private_note and "(--max-message-chars)" in private_note
     # the same run on a private machine: no count, the reference's values
     small = Run(prefix="S", chunks=("[" + ",".join(['{"x":2}'] * 3) + "]",), template_text=json.dumps(each))
     assert parse_run(small, budget=Limits.private().budget()).message == {"content": [{"a": [2] * REPEATS}] * 3}
