@@ -596,7 +596,8 @@ def paste_parse(sess: Session, raw: str, prefix: str, tools_text: str, editor_te
     view = parse_run(run, budget=guard.request_budget())
     sess.finish_run(run, view, check_against_reference(run, view))
     sess.timeline_start = None
-    _say_done(sess, view, f"Parsed {len(raw or '')} characters.")
+    count = len(raw or "")
+    _say_done(sess, view, f"Parsed {count:,} character{'' if count == 1 else 's'}.")
     return sess
 
 

@@ -219,6 +219,9 @@ def test_the_status_line_never_marks_a_failed_parse_as_a_success():
     sess = Session(TPL)
     handlers.paste_parse(sess, "Sure.<|im_end|>", prefix, "", TPL, page)
     assert sess.notice.kind == "ok" and sess.notice.text == "Parsed 15 characters."
+    for raw, said in (("!", "Parsed 1 character."), ("a" * 1500, "Parsed 1,500 characters.")):  # trial 10
+        handlers.paste_parse(sess, raw, prefix, "", TPL, page)
+        assert sess.notice.kind == "ok" and sess.notice.text == said, sess.notice.text
     bad_call = '<tool_call>\n{"name": "f", "arguments": {oops}}\n</tool_call><|im_end|>'
     handlers.paste_parse(sess, bad_call, prefix, "", TPL, page)
     assert sess.notice.kind == "error" and "a region failed" in sess.notice.text, sess.notice.text
