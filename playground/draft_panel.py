@@ -27,7 +27,7 @@ from .icons import icon
 from .render import escape
 from .state import model_in_use
 
-__all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "draft_job", "excerpt_html",
+__all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "excerpt_html",
            "chat_template_of"]
 
 WINDOW = 160  # characters of a rendering shown on each side of a highlighted difference
@@ -134,13 +134,6 @@ def draft_html(draft: Any) -> str:
     return "".join(out)
 
 
-def draft_job(chat_template: str, special_tokens: Any, time_budget: float) -> Any:
-    """`parsing.doctor.draft.draft_template` (runs inside a worker; returns the draft as a plain dict)."""
-    from parsing.doctor.draft import draft_template
-
-    return draft_template(chat_template, special_tokens=special_tokens, time_budget=time_budget).to_dict()
-
-
 def chat_template_of(tokenizer: Any) -> str:
     """A tokenizer's chat template as text ('' when it has none; the ``default`` one of a named set)."""
     ct = getattr(tokenizer, "chat_template", None)
@@ -229,7 +222,7 @@ def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:
             from . import guard
 
             budget = guard.limits().request_budget or 30.0
-            d = offload.bounded(draft_job, chat_template, special or None, max(1.0, min(30.0, budget * 0.8)),
+            d = offload.bounded(offload.draft_job, chat_template, special or None, max(1.0, min(30.0, budget * 0.8)),
                                 what="The draft", local="python -m parsing draft CHAT_TEMPLATE.jinja --report")
         except (offload.Cut, ValueError) as e:
             message = str(e).replace("DraftError: ", "")

@@ -1,4 +1,4 @@
-"""The Doctor's heavy work (lint, run checks, test suites, probes) in the killable worker processes.
+"""The Doctor's heavy work (lint, run checks, test suites, probes, drafts) in the killable worker processes.
 
 Their cost grows with the template and the run (every delimiter pair, one parse per chunking, one per case and
 chunking), so on a public server they run in `playground.reference.pool()` workers under the request's time
@@ -50,6 +50,13 @@ def suite_job(template_text: str, suite_text: str, chunkings_per_case: int) -> A
 
     return suites.run_suite(parsing.loads_template(template_text), suites.loads_suite(suite_text or ""),
                             chunkings_per_case=chunkings_per_case)
+
+
+def draft_job(chat_template: str, special_tokens: Any, time_budget: float) -> Any:
+    """`parsing.doctor.draft.draft_template` of a chat template's text, as a plain dict (`DraftResult.to_dict`)."""
+    from parsing.doctor.draft import draft_template
+
+    return draft_template(chat_template, special_tokens=special_tokens, time_budget=time_budget).to_dict()
 
 
 def probe_job(template_text: str, prefixes: dict | None) -> Any:

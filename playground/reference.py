@@ -22,6 +22,10 @@ from .workers import WorkerFailed, WorkerPool, WorkerTimeout
 
 REFERENCE_BUDGET_S = 5.0  # default seconds the reference parser may take on one run
 
+# What each worker imports when it starts, not in a visitor's budget: the reference parser, and the Doctor's and the
+# draft's jobs (`playground.offload`, which imports parsing.doctor). A job's module is imported by the worker that
+# unpickles it, so every job lives in one of these (gradio, 3 s of imports, never: trial 11's drafts were all cut).
+POOL_PRELOAD = ("transformers.utils.chat_parsing", "parsing.doctor", "playground.offload")
 _POOL: WorkerPool | None = None
 _POOL_SIZE = 2
 _POOL_LOCK = threading.Lock()
@@ -38,9 +42,7 @@ def pool() -> WorkerPool:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            # the Doctor's jobs (playground.offload) import parsing.doctor: at start, not in a visitor's budget
-            _POOL = WorkerPool(_POOL_SIZE, preload=("transformers.utils.chat_parsing", "parsing.doctor",
-                                                    "playground.offload"))
+            _POOL = WorkerPool(_POOL_SIZE, preload=POOL_PRELOAD)
         return _POOL
 
 
