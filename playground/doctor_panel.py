@@ -33,8 +33,11 @@ from parsing.streams import parse_stream
 from . import offload, probe_panel
 from .export import fresh_export_dir
 from .jsonsize import json_head
+from .limits import SERVER_HINT
 from .render import escape
 from .state import model_in_use
+
+SUITE_COMMAND = "python -m parsing check template.json cases.jsonl"  # the Doctor's checks and suites, locally
 
 __all__ = ["build_doctor_panel", "lint_html", "checks_html", "roundtrip_html", "suite_html", "case_from_run",
            "append_case_text", "export_files"]
@@ -323,6 +326,9 @@ def build_doctor_panel(ctx: Any) -> None:
                               elem_id="doctor-expected")
         suite = gr.Textbox(label="Suite (JSONL: one {prefix, output, tools?, expected} per line)", lines=6,
                            max_lines=30, elem_id="doctor-suite")
+        # an upload is capped at 2 MB; the text an API call sends is capped the same, in characters (trial 10 sent 6 MB)
+        ctx.sizes[suite] = ("The Doctor suite", "max_suite_chars",
+                            f"To run it without limits, use `{SUITE_COMMAND}` or {SERVER_HINT}.")
         with gr.Row():
             upload = gr.File(label="Load a .jsonl suite", file_types=[".jsonl"], elem_id="doctor-suite-upload",
                              scale=2, height=120)
@@ -367,7 +373,7 @@ def build_doctor_panel(ctx: Any) -> None:
             chunks = run.chunks
             report = offload.bounded(offload.checks_job, tpl_text, run.prefix, chunks.text, list(chunks.ends),
                                      list(run.tools) if run.tools else None, n, what="The run checks",
-                                     local="python -m parsing check template.json cases.jsonl")
+                                     local=SUITE_COMMAND)
             return checks_html(report)
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
@@ -417,7 +423,7 @@ def build_doctor_panel(ctx: Any) -> None:
             n = max(0, min(50, int(chunkings or 0)))
             parsing.loads_template(tpl_text)
             return suite_html(offload.bounded(offload.suite_job, tpl_text, suite_text, n, what="The suite",
-                                              local="python -m parsing check template.json cases.jsonl"))
+                                              local=SUITE_COMMAND))
         except Exception as exc:  # noqa: BLE001
             return _problem(exc)
 

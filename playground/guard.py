@@ -287,14 +287,14 @@ def json_type(value: Any) -> str:
 
 
 def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any],
-             sizes: tuple[tuple[int, str, str], ...] = ()) -> Callable:
+             sizes: tuple[tuple, ...] = ()) -> Callable:
     def check_sizes(args):
-        for i, what, limit_name in sizes:
+        for i, what, limit_name, *hint in sizes:
             if i >= len(args) or args[i] is None:
                 continue
             if not isinstance(args[i], str):  # an API call can send any JSON value (gr.Code passes it on as is)
                 raise ValueError(f"{what} must be text (a string), not {json_type(args[i])}.")
-            _LIMITS.check_size(what, args[i], limit_name)
+            _LIMITS.check_size(what, args[i], limit_name, *hint)
 
     def failure(exc: BaseException):
         import gradio as gr
@@ -370,7 +370,7 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
     there, the other outputs left unchanged; a handler with none of them raises ``gr.Error(message)`` (a
     notice on the page).
     ``sizes``: input components whose text has a size limit, each with (what it is, for the message; the
-    `Limits` field): every handler that takes one refuses a longer text before it runs (a crafted request can
+    `Limits` field[; how to do it without the limit, `Limits.check_size`'s ``hint``]): every handler that takes one refuses a longer text before it runs (a crafted request can
     send any text to any handler, not only to the one that usually checks it).
     """
     ids = {getattr(c, "_id", None): show for c, show in messages.items()}

@@ -60,6 +60,8 @@ class Limits:
             None: no limit.
         max_connections_per_address: HTTP connections one network address may hold at once
             (`playground.connections`; off behind a proxy, ``trust_forwarded_for``); None: no cap.
+        max_suite_chars: the largest Doctor suite text (JSONL) a handler takes, however it was sent: an upload is
+            capped at 2 MB by Gradio, and the same size in characters holds for the text an API call sends.
         max_connections: HTTP connections all addresses may hold at once (`playground.connections`; kept at most
             half the process's open-file limit); past it a new one is closed at once. None: no cap.
         max_transform_values: how many values a template's transforms may build in one parse (the parser's
@@ -91,6 +93,7 @@ class Limits:
     head_timeout: float | None = None
     max_connections_per_address: int | None = None
     max_connections: int | None = None
+    max_suite_chars: int | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -106,15 +109,16 @@ class Limits:
                            max_loaded_models=2, max_request_bytes=8 << 20,
                            max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
-                           max_connections_per_address=256, max_connections=4096), **changes)
+                           max_connections_per_address=256, max_connections=4096,
+                           max_suite_chars=2 * 1024 * 1024), **changes)
 
-    def check_size(self, what: str, text: str | int | None, limit_name: str) -> None:
-        """Raise ValueError (a message for the page) when ``text`` (or a length already measured) is longer than
-        the limit ``limit_name``."""
+    def check_size(self, what: str, text: str | int | None, limit_name: str, hint: str = LOCAL_HINT) -> None:
+        """Raise ValueError (a message for the page, ending with ``hint``: how to do it without the limit) when
+        ``text`` (or a length already measured) is longer than the limit ``limit_name``."""
         limit = getattr(self, limit_name)
         n = text if isinstance(text, int) else len(text or "")
         if limit is not None and n > limit:
-            raise ValueError(f"{what} is {n:,} characters; this server takes at most {limit:,}. {LOCAL_HINT}")
+            raise ValueError(f"{what} is {n:,} characters; this server takes at most {limit:,}. {hint}")
 
     def budget(self, cancel: threading.Event | None = None) -> "RequestBudget":
         """A clock for one request under ``request_budget``."""
@@ -217,6 +221,8 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
                             "largest parsed message shown, in characters of JSON (0: no limit)"),
     "--max-transform-values": ("max_transform_values", int, "VALUES",
                                "values a template's transforms may build in one parse (0: no limit)"),
+    "--max-suite-chars": ("max_suite_chars", int, "CHARS",
+                          "largest Doctor suite text, in characters (uploads: 2 MB) (0: no limit)"),
     "--head-timeout": ("head_timeout", float, "SECONDS",
                        "seconds a connection may take to send a complete request head (0: no limit)"),
     "--max-connections-per-address": ("max_connections_per_address", int, "N",
@@ -231,7 +237,8 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
                  "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
-                 "max_transform_values", "head_timeout", "max_connections_per_address", "max_connections"}
+                 "max_transform_values", "head_timeout", "max_connections_per_address", "max_connections",
+                 "max_suite_chars"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

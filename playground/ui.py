@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import gradio as gr
@@ -62,6 +62,8 @@ class PanelContext:
     - ``model_box``: ``gr.Textbox`` with the model id/folder the user typed (not necessarily loaded).
     - ``tools``: ``gr.Code`` with the tools JSON list of the chat tab.
     - ``status``: ``gr.HTML`` status line (changes after every parse).
+    - ``sizes``: put an input component of yours here with ``(what it is, Limits field[, hint])`` and every handler
+      that takes it refuses a longer text before it runs (`playground.guard.protect`'s ``sizes``).
 
     Helpers: ``load_model(name) -> backends.LoadedModel`` (shared cache; raises ``backends.ModelLoadError``),
     ``trust_remote_code`` (bool, from the CLI flag), ``safe(fn)`` wraps a handler so exceptions become a status
@@ -80,6 +82,7 @@ class PanelContext:
     template_offer: Any = None
     after_offer: Callable | None = None
     status_html: Callable = render.status_html
+    sizes: dict = field(default_factory=dict)
 
 
 def _safe(fn, n_outputs: int = 1):
@@ -485,7 +488,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                          p.paste_raw: ("The pasted output", "max_paste_chars"),
                          p.paste_prefix: ("The prompt prefix", "max_prefix_chars"),
                          p.paste_tools: ("The tools JSON", "max_tools_chars"),
-                         p.tools_code: ("The tools JSON", "max_tools_chars")})
+                         p.tools_code: ("The tools JSON", "max_tools_chars"), **p.ctx.sizes})
     guard.start_janitor(demo)  # closed and expired sessions forgotten, with Gradio's copies of their values
     return demo
 

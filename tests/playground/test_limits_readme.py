@@ -63,6 +63,8 @@ def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
     assert rows["--head-timeout"] == (_seconds(public.head_timeout), "none") and private.head_timeout is None
     assert rows["--max-connections-per-address"] == (f"{public.max_connections_per_address:,}", "none")
     assert private.max_connections_per_address is None
+    assert rows["--max-suite-chars"] == (f"2 MB / {public.max_suite_chars:,} characters", "none")
+    assert private.max_suite_chars is None and public.max_suite_chars == 2 * 1024 * 1024  # Gradio's "2mb"
     assert rows["--max-connections"] == (f"{public.max_connections:,}", "none") and private.max_connections is None
 
 

@@ -266,6 +266,36 @@ def test_request_bodies_over_the_cap_are_refused_before_they_are_read(server):
     assert r.status_code == 200, r.text[:200]
 
 
+def _answer(url: str, api_name: str, data: list) -> tuple[str, object]:
+    """(the last event's kind, its data) of a raw ``/gradio_api/call/API_NAME`` call with ``data``."""
+    import httpx
+
+    r = httpx.post(url + f"gradio_api/call/{api_name}", json={"data": data}, timeout=60)
+    assert r.status_code == 200, r.text[:200]
+    events = httpx.get(url + f"gradio_api/call/{api_name}/{r.json()['event_id']}", timeout=60).text
+    kind, data_line = events.strip().split("\n")[-2:]
+    return kind.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))
+
+
+def test_a_doctor_suite_sent_as_text_is_capped_like_an_upload(server):
+    """Trial 10 sent a 6.1 MB suite to ``/do_run_suite`` and it went to a worker, while an uploaded suite is capped
+    at 2 MB: the text is capped at the same size in characters, with a message saying what to run instead."""
+    from playground.limits import Limits
+
+    _proc, url = server
+    cap = Limits.public_space().max_suite_chars
+    line = json.dumps({"prefix": "", "output": "x", "expected": {"content": "x"}}) + "\n"
+    big = line * (cap // len(line) + 1)
+    template = json.dumps({"fields": {"content": {}}})
+    kind, payload = _answer(url, "do_run_suite", [template, big, 1])
+    assert kind == "error" and payload["error"] == (
+        f"The Doctor suite is {len(big):,} characters; this server takes at most {cap:,}. To run it without limits, "
+        "use `python -m parsing check template.json cases.jsonl` or start the playground on your own machine "
+        "(`python app.py`: no per-request limit there)."), payload
+    kind, payload = _answer(url, "do_run_suite", [template, line * 3, 1])  # a suite under the cap runs
+    assert kind == "complete" and "doctor-suite-result" in payload[0] and " #3 " in payload[0], payload
+
+
 def test_an_api_call_with_the_wrong_number_of_values_is_told_which_values(server):
     """Gradio counts the values before our handlers run and answered a wrong count with ``{"error": null}``
     (trial 9): `playground.api_calls` answers in words, without ``show_error`` showing every internal message."""
@@ -278,25 +308,18 @@ def test_an_api_call_with_the_wrong_number_of_values_is_told_which_values(server
     template = json.dumps({"fields": {"content": {}, "reasoning_content": {"open": "<think>", "close": "</think>"}}})
     right = ["<think>ok</think>Hi", "", "", template]
 
-    def answer(api_name: str, data: list) -> tuple[str, object]:
-        r = httpx.post(url + f"gradio_api/call/{api_name}", json={"data": data}, timeout=60)
-        assert r.status_code == 200, r.text[:200]
-        events = httpx.get(url + f"gradio_api/call/{api_name}/{r.json()['event_id']}", timeout=60).text
-        kind, data_line = events.strip().split("\n")[-2:]
-        return kind.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))
-
     # one fewer, one more (it filled the hidden session slot and moved every value one input along: trial 10),
     # two more, and none at all
     for data in (right[:-1], right + ["extra"], right + ["extra", "more"], []):
-        kind, payload = answer("paste_parse", data)
+        kind, payload = _answer(url, "paste_parse", data)
         assert kind == "error" and payload["error"] == wrong_count_text("paste_parse", wanted, len(data)), payload
     for api_name, data in (("export", [template, "x"]), ("edit_template", [template, "x"])):
-        kind, payload = answer(api_name, data)
+        kind, payload = _answer(url, api_name, data)
         assert kind == "error" and payload["error"] == wrong_count_text(api_name, ["Response template"], 2), payload
     # the right count, and the form gradio_client sends (None in the hidden session slot), parse the same
     parsed = {"content": "Hi", "reasoning_content": "ok"}
     for data in (right, [None, *right]):
-        kind, payload = answer("paste_parse", data)
+        kind, payload = _answer(url, "paste_parse", data)
         assert kind == "complete" and json.dumps(parsed)[1:-1] in json.dumps(payload), (kind, str(payload)[:300])
 
 
