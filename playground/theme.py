@@ -150,15 +150,17 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 .insp dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0}
 .insp dt{font-weight:600;color:var(--body-text-color)}
 .insp dd{margin:0;word-break:break-word;min-width:0}
-/* event rows keep their words whole; a narrow panel scrolls the table instead of breaking "region_chunk" */
+/* event rows keep their words whole ("region_chunk" never breaks); a row wider than the panel wraps between its
+   cells instead of running past the panel's right edge (trial 10 saw "#2 region_chunk stream 11-12 clea") */
 .insp dd:has(> .insp-events){overflow-x:auto}
-.insp-events{border-collapse:collapse;font-size:12px;font-family:ui-monospace,monospace}
-.insp-events td{white-space:nowrap;word-break:normal;padding:0 8px 0 0;vertical-align:top}
+.insp-events,.insp-events tbody{display:block;border-collapse:collapse;font-size:12px;
+ font-family:ui-monospace,monospace}
+.insp-events tr{display:flex;flex-wrap:wrap;column-gap:8px;border:0;background:none}
+.insp-events td{white-space:nowrap;word-break:normal;padding:0;vertical-align:top;border:0}
 .insp pre.insp-value{white-space:pre-wrap;max-height:200px;overflow:auto;margin:2px 0;padding:4px;
  background:var(--background-fill-secondary);color:var(--body-text-color);border-radius:4px}
 .insp code{color:var(--body-text-color);background:var(--background-fill-secondary)}
-.insp table.insp-events{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12px}
-.insp table.insp-events td{padding:0 6px 0 0;color:var(--body-text-color)}
+.insp table.insp-events td{color:var(--body-text-color)}
 .insp .ico{color:var(--color-accent)}
 
 /* ---------------------------------------------------------------- panels and Gradio's own text */

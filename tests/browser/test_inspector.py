@@ -3,6 +3,7 @@
 import json
 import re
 
+from contrast import assert_readable
 from pagekit import FINAL, PREFIX, RAW, code_text, paste_and_parse, tab
 
 
@@ -48,6 +49,26 @@ def test_clicking_the_timeline_pins_the_details(page):
     page.click("#timeline span.p >> nth=0")
     info = _wait_inspected(page, kind="delimiter", field="reasoning_content")
     assert "prompt prefix" in info["text"]
+
+
+def test_the_events_table_fits_the_inspector_in_both_schemes(scheme_page):
+    """Trial 10: the inspector's events table ran past its pane's right edge ("#2 region_chunk stream 11–12 clea")
+    at 1400 px. A row wider than the pane wraps between its cells; no cell is cut, none breaks a word, all readable."""
+    page = scheme_page
+    paste_and_parse(page, RAW, PREFIX)
+    page.locator("#timeline span.b.dirty[data-f=tool_calls]").filter(has_text=re.compile(r"\w")).first.click()
+    _wait_inspected(page, field="tool_calls", kind="body")
+    cells = page.evaluate("""() => { const lines = el => { const range = document.createRange();
+            range.selectNodeContents(el);
+            return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size; };
+        return [...document.querySelectorAll('#inspector .insp-events td')]
+        .filter(td => td.getClientRects().length).map(td => { const r = td.getBoundingClientRect(),
+            box = td.closest('dd').getBoundingClientRect();
+            return {text: td.innerText, cut: r.right > box.right + 0.5 || r.left < box.left - 0.5,
+                    lines: lines(td)}; }); }""")
+    assert any(c["text"] == "region_chunk" for c in cells), cells
+    assert [c for c in cells if c["cut"] or c["lines"] > 1] == [], cells
+    assert_readable(page, ["#inspector .insp-events"])
 
 
 def test_a_captured_group_is_shown():
