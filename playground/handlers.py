@@ -241,20 +241,12 @@ def _reparse_current(sess: Session, page: PageConfig, done: str | None = None, t
 # ---------------------------------------------------------------- the template
 
 
-#: The status line while the editor's template does not load (the fault itself is shown below the editor).
-TEMPLATE_ERROR_NOTE = "The template has an error (see below the editor)."
-
-
 def edit_template(sess: Session, text: str, page: PageConfig) -> Session:
     """The editor's text changed: validate it, and re-parse the last run and the chat's last turn with it (a
-    template that does not load keeps the last good parse on screen)."""
+    template that does not load keeps the last good parse on screen; `Session.edit` sets the status line for
+    the template's validity, a re-parse then says what it did)."""
     page.limits.check_size("The template", text, "max_template_chars")
-    if not sess.edit(text):
-        return sess
-    if sess.problem is not None:  # the status line must not keep claiming the last re-parse
-        shown = sess.run is not None or sess.turn_run is not None
-        sess.say(TEMPLATE_ERROR_NOTE + (" Nothing was re-parsed: the page shows the last valid template's parse."
-                                        if shown else ""), "error", "template")
+    if not sess.edit(text) or sess.problem is not None:
         return sess
     if not sess.running:
         _reparse_current(sess, page)

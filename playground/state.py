@@ -43,7 +43,9 @@ run: the current Run and its parse, phase empty | streaming | done | stopped | c
     A run that started with one template and ends after the editor changed is re-parsed with the editor's.
 
 notice: the status line: text, kind (info, ok, error), topic. A change of a topic replaces the notice about it
-    (an edit of the template replaces "Loaded the library template for qwen3").
+    (an edit of the template replaces "Loaded the library template for qwen3"). The template's validity is said
+    where it changes (`Session.edit`): an edit that breaks it says so; one that fixes it replaces the notice
+    about the template, which may state the fault, whether or not a run is there to re-parse.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from .jsonsize import json_size
 from .session import (NBYTES_MESSAGE_CHARS, SKELETON_TEMPLATE, ParseView, Run, compiled_template, keep_parse,
                       template_to_text)
 
-__all__ = ["Origin", "Notice", "Pending", "Session", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
+__all__ = ["Origin", "Notice", "Pending", "Session", "TEMPLATE_ERROR_NOTE", "TEMPLATE_STALE_NOTE", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
 
 TOOL_CALL_KEY = "tool_calls"  # the message key the chat answers with tool results (what chat templates read)
 RUN_PHASES = ("empty", "streaming", "done", "stopped", "cut", "failed")
@@ -121,6 +123,11 @@ class Pending:
     label: str
     then: tuple | None = None
 
+
+#: The status line while the editor's template does not load (the fault itself is shown below the editor), and
+#: what it adds while a run is shown (parsed with the last valid template).
+TEMPLATE_ERROR_NOTE = "The template has an error (see below the editor)."
+TEMPLATE_STALE_NOTE = " Nothing was re-parsed: the page shows the last valid template's parse."
 
 _NO_RUN = (None, None, None, "empty")  # Session._before_run when no stream is going
 
@@ -239,16 +246,35 @@ class Session:
         return p
 
     def edit(self, text: str) -> bool:
-        """The editor now holds ``text`` (typed). Returns whether it changed."""
+        """The editor now holds ``text`` (typed). Returns whether it changed.
+
+        The status line follows the template's validity here, where it changes, whatever the handler does next:
+        a broken template replaces the status line with `TEMPLATE_ERROR_NOTE`; a fixed one replaces a notice
+        about the template (said while it was broken, it may state the fault) with `template_valid_note`. A
+        handler that then re-parses the run says so over it."""
         if text == self.template_text:
             return False
-        was_edited = self.edited
+        was_edited, was_broken = self.edited, self.problem is not None
         self.template_text = text
         self._check_template()
         self.touch("template")
-        if self.notice.topic == "template" and self.edited and not was_edited:
+        if self.problem is not None:
+            shown = self.run is not None or self.turn_run is not None
+            self.say(TEMPLATE_ERROR_NOTE + (TEMPLATE_STALE_NOTE if shown else ""), "error", "template")
+        elif was_broken and self.notice.topic == "template":
+            self.say(self.template_valid_note(), "ok", "template")
+        elif self.notice.topic == "template" and self.edited and not was_edited:
             self.say(f"Editing {self.origin.describe()}.", "info", "template")
         return True
+
+    def template_valid_note(self) -> str:
+        """The status line once an edit made the template valid again: when it applies (a run going is parsed
+        with it when it ends; a run shown is re-parsed by the handler, which says so)."""
+        if self.running:
+            return "Template valid again; the run going is parsed with it when it ends."
+        if self.run is not None or self.turn_run is not None:
+            return "Template valid again."
+        return "Template valid; it applies to the next run."
 
     def restore(self, text: str, origin: Origin) -> None:
         """The browser's saved copy of the editor (page load): its text, still counted as edits of ``origin``."""

@@ -251,3 +251,17 @@ def test_a_seed_out_of_range_is_refused_in_the_pages_words_and_nothing_streams(p
     assert page.input_value("#user-input textarea") == "hello there"  # nothing was sent
     assert "hello there" not in page.inner_text("#chatbot")
     assert page.is_disabled("#stop") and not page.is_disabled("#send")
+
+
+def test_a_stray_character_typed_and_deleted_leaves_no_error_in_the_status_line(scheme_page):
+    """Trial 11: with no run yet, one stray character at the end of the template, then Backspace, left "The
+    template has an error" in the status line beside "template valid" under the editor."""
+    page = scheme_page
+    page.click("#template .cm-line >> nth=-1")
+    page.keyboard.press("End")
+    page.keyboard.type("x")
+    wait_status(page, "The template has an error")
+    page.keyboard.press("Backspace")
+    wait_status(page, "Template valid; it applies to the next run.")
+    wait_text(page, "#template-status", "template valid")
+    assert "error" not in page.inner_text("#status"), page.inner_text("#status")

@@ -4,6 +4,7 @@ same words as Send, and their buttons are off: the chat, the status line and the
 from playground import handlers, views
 from playground.handlers import ChatSettings, PageConfig
 from playground.session import SKELETON_TEMPLATE, template_to_text
+from playground import state
 from playground.state import Origin, Session
 
 TPL = template_to_text(SKELETON_TEMPLATE)
@@ -112,3 +113,30 @@ def test_the_parsed_turns_trash_icon_draws_the_turn_back(tiny_model_dir):
     handlers.trash_turn(sess)
     assert _sent(_by_view(views.redraw(sess))["turn"])
     assert "parsed turn" in sess.notice.text and len(sess.history) == 2  # the conversation is untouched
+
+
+def _status_and_template_status(sess):
+    """The session's notice and the template status under the editor as drawn from it now."""
+    return sess.notice, views.initial(sess, "template_status")
+
+
+def test_a_template_fixed_during_a_generation_replaces_the_error_in_the_status_line(tiny_model_dir):
+    """Trial 11: replacing the template text while the model streams (select all, delete, type) broke it for a
+    moment, and the status line kept "The template has an error" beside "template valid" until the run ended."""
+    sess, gen = _mid_generation(tiny_model_dir)
+    page = PageConfig(default_model=tiny_model_dir)
+    fixed = TPL.replace('"fields"', ' "fields"', 1)
+    for typed in ("", "{", fixed):  # what the editor holds while the new text is typed
+        handlers.edit_template(sess, typed, page)
+        notice, template_status = _status_and_template_status(sess)
+        if sess.problem is not None:
+            assert notice.kind == "error" and notice.text.startswith(state.TEMPLATE_ERROR_NOTE), notice
+            assert "template valid" not in template_status
+    assert sess.running and sess.problem is None
+    notice, template_status = _status_and_template_status(sess)
+    assert "template valid" in template_status
+    assert notice.kind == "ok" and "error" not in notice.text, notice
+    assert notice.text == "Template valid again; the run going is parsed with it when it ends."
+    for _ in gen:
+        pass
+    assert not sess.running and sess.notice.text.startswith("Done") and sess.run.template_text == fixed

@@ -8,6 +8,7 @@ import gradio as gr
 from playground import backends, handlers, library, render, streaming, ui, views
 from playground.handlers import ChatSettings, PageConfig
 from playground.session import SKELETON_TEMPLATE, LiveParse, Run, parse_run, template_to_text
+from playground import state
 from playground.state import Session
 
 TPL = template_to_text(SKELETON_TEMPLATE)
@@ -286,7 +287,7 @@ def test_the_status_line_says_an_edit_broke_the_template_instead_of_claiming_a_r
         handlers.edit_template(sess, broken, page)
         assert sess.problem is not None, broken
         assert sess.notice.kind == "error" and "Re-parsed" not in sess.notice.text, (broken, sess.notice.text)
-        assert sess.notice.text == handlers.TEMPLATE_ERROR_NOTE + " Nothing was re-parsed: the page shows the " \
+        assert sess.notice.text == state.TEMPLATE_ERROR_NOTE + " Nothing was re-parsed: the page shows the " \
             "last valid template's parse.", sess.notice.text
         drawn = dict(zip(views.NAMES, views.redraw(sess)))
         assert "agree" not in drawn["check"] and drawn["check"] == views.STALE_CHECK, broken
@@ -352,3 +353,28 @@ def test_a_start_anchor_missing_from_the_prompt_is_said_in_the_status_and_above_
     # no prompt at all: nothing was looked for, nothing to warn about
     sess = handlers.paste_parse(Session(TPL), "Sure.<|im_end|>", "", "", json.dumps(never), page)
     assert not sess.view.anchor_missing and sess.notice.kind == "ok", sess.notice.text
+
+
+def test_a_template_valid_again_never_leaves_the_error_in_the_status_line():
+    """Trial 11: with no run yet, a stray character typed at the end of the template and then deleted left "The
+    template has an error" in the status line beside "template valid" under the editor. After every edit, in every
+    run state (none, one shown), the status line and the template status must agree."""
+    from playground.handlers import PageConfig
+
+    page = PageConfig()
+    for with_run in (False, True):
+        sess = Session(TPL)
+        drawn = {name: views.initial(sess, name) for name in ("status", "template_status")}  # what the page shows
+        if with_run:
+            handlers.paste_parse(sess, "Sure.<|im_end|>", "<|im_start|>assistant\n", "", TPL, page)
+        for typed in (TPL + "x", TPL, TPL + "}", TPL.replace("{", "{ ", 1), "[]", TPL):
+            handlers.edit_template(sess, typed, page)
+            drawn.update((name, value) for name, value in zip(views.NAMES, views.redraw(sess))
+                         if name in drawn and value != gr.skip())
+            says_error = state.TEMPLATE_ERROR_NOTE in drawn["status"]
+            assert says_error == (sess.problem is not None), (with_run, typed[-3:], drawn["status"])
+            assert ("template valid" in drawn["template_status"]) == (sess.problem is None)
+        if with_run:  # a run shown: the valid edit re-parsed it, and the status line says so
+            assert sess.notice.text == "Re-parsed the last run with the edited template.", sess.notice
+        else:
+            assert sess.notice.text == "Template valid; it applies to the next run." and sess.notice.kind == "ok"
