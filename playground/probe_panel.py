@@ -90,10 +90,10 @@ def probe_html(report: ProbeReport) -> str:
         if r.status == "limit":
             advice = f"<div><b>Known limit of the template language:</b> {escape(c.limit)}</div>"
         else:
-            checked = {True: " <span class='probe-checked'>(checked: the probe passes with it)</span>",
-                       False: " <span class='probe-unchecked'>(not enough on its own)</span>"}.get(r.fix_verified, "")
-            advice = f"<div><b>Suggested change:</b> <code>{escape(c.suggestion)}</code>{checked}</div>" \
-                if c.suggestion else ""
+            mark = "probe-checked" if r.fix_verified else "probe-unchecked"
+            checked = f" <span class='{mark}'>({escape(r.checked)})</span>" if r.checked else ""
+            advice = f"<div><b>Suggested change:</b> <code>{escape(r.suggestion)}</code>{checked}</div>" \
+                if r.suggestion else ""
         extra = f"<div>{escape(r.detail)}</div>" if r.detail else ""
         details.append(
             f"<details class='probe-result probe-{escape(r.status.replace('/', ''))}' data-probe='{escape(c.id)}'"

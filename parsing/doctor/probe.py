@@ -50,6 +50,7 @@ from ..streams import merged_events, parse_stream, random_chunks, replay_chunks
 from ..template import load_template, loads_template
 from .probe_cases import CLASSES, DEFAULT_TOOLS, ERROR, NO_CALL, ProbeCase, apply_fix, build_cases
 from .probe_formats import _Shape, _delim, _prompts
+from .reference_flaws import early_commit
 from .samples import SampleError
 
 __all__ = ["CLASSES", "ERROR", "NO_CALL", "ProbeCase", "ProbeResult", "ClassResult", "ProbeReport", "apply_fix",
@@ -71,7 +72,9 @@ class ProbeResult:
         chunking: the chunking that went wrong (``"one shot"``, ``"one character per chunk"``, ``"cut at 17"``...).
         detail: a sentence on what went wrong.
         fix_verified: for a failure with a mechanical fix: True if the probe passes once the fix is applied,
-            False if it does not (the fix is part of the answer only); None when not tried.
+            False if it does not (the fix is part of the answer only); None when not tried. For a
+            ``reference_only`` failure it is checked with the reference too.
+        reference_only: only the transformers reference got it wrong (``reference=True``); our engine did not.
     """
 
     case: ProbeCase
@@ -80,16 +83,36 @@ class ProbeResult:
     chunking: str | None = None
     detail: str = ""
     fix_verified: bool | None = None
+    reference_only: bool = False
+
+    @property
+    def suggestion(self) -> str:
+        """The change to suggest for this failure: the probe class's own (``case.suggestion``), except for a
+        failure only the transformers reference has (``reference_only``): the class's change is written for our
+        engine's faults, so it is suggested there only when checked to make the reference pass too ("" else;
+        ``detail`` then says what the reference does wrong, where that can be told)."""
+        if self.reference_only and self.fix_verified is not True:
+            return ""
+        return self.case.suggestion
+
+    @property
+    def checked(self) -> str:
+        """What was checked about `suggestion`: ``"checked: the probe passes with it"`` (naming the reference
+        too for a reference-only failure), ``"not enough on its own"``, or "" when not tried."""
+        if self.fix_verified is True:
+            return "checked: the probe passes with it" + (", with our engine and with the transformers reference"
+                                                         if self.reference_only else "")
+        return "not enough on its own" if self.fix_verified is False else ""
 
     def to_dict(self) -> dict:
         out = {**self.case.to_dict(), "status": self.status}
         if self.status != "pass":
-            out.update(got=self.got, chunking=self.chunking, detail=self.detail)
+            out.update(got=self.got, chunking=self.chunking, detail=self.detail, reference_only=self.reference_only)
             if self.status == "limit":
                 out["limit"] = self.case.limit
             else:
-                out["suggestion"] = self.case.suggestion
-                if self.case.fix:
+                out["suggestion"] = self.suggestion
+                if self.case.fix and self.suggestion:
                     out["fix"] = [{"path": ".".join(map(str, p)), "value": v} for p, v in self.case.fix]
                     out["fix_verified"] = self.fix_verified
         return out
@@ -191,10 +214,9 @@ class ProbeReport:
                     lines.append(f"           {r.detail}")
                 if r.status == "limit":
                     lines.append(f"           known limit: {r.case.limit}")
-                elif r.case.suggestion:
-                    checked = {True: " [checked: the probe passes with it]",
-                               False: " [not enough on its own]"}.get(r.fix_verified, "")
-                    lines.append(f"           suggested change: {r.case.suggestion}{checked}")
+                elif r.suggestion:
+                    checked = f" [{r.checked}]" if r.checked else ""
+                    lines.append(f"           suggested change: {r.suggestion}{checked}")
         head = [self.summary()] + [f"  note: {n}" for n in self.notes]
         return "\n".join(head + lines)
 
@@ -257,6 +279,10 @@ def _blank_content(events: list, content: str | None) -> bool:
     return bool(current == content and text and not text.strip())
 
 
+#: The detail of a failure only the transformers reference has.
+REFERENCE_ONLY = "the transformers reference parser gets this wrong (our engine does not)"
+
+
 def _reference_stream(template: Any, prefix: str, chunks: list, tools: list) -> tuple[Any, list]:
     """Parse with the transformers reference: (message or {"error": ...}, events)."""
     from transformers.utils import chat_parsing
@@ -295,8 +321,9 @@ def _run(compiled: Any, case: ProbeCase, tools: list, markers: list, shape: _Sha
             ref_got, events = _reference_stream(shape.spec, case.prefix, chunks, tools)
             if not any(_matches(ref_got, w, case, shape) for w in wanted):
                 status = "limit" if case.limit else "fail"
+                flaw = early_commit(compiled, case.output, chunks, ref_got, case.expected)
                 return ProbeResult(case, status, ref_got, f"transformers reference, {label}",
-                                   "the transformers reference parser gets this wrong (our engine does not)")
+                                   REFERENCE_ONLY + (f": {flaw.describe()}" if flaw else ""), reference_only=True)
         if case.no_blank_content and _blank_content(events, shape.content):
             status = "limit" if case.limit else "fail"
             return ProbeResult(case, status, got, label,
@@ -360,19 +387,22 @@ def probe(template: Any, *, prefixes: dict | None = None, tools: list | None = N
     for results in by_class.values():
         for r in results:
             if r.status == "fail" and r.case.fix:
-                r.fix_verified = _verify_fix(spec, r.case, tools, markers, shape)
+                r.fix_verified = _verify_fix(spec, r.case, tools, markers, shape, r.reference_only)
     notes = list(shape.notes) + skipped
     if shape.calls is None and shape.tools:
         notes.append(shape.calls_why)
     return ProbeReport(classes, notes)
 
 
-def _verify_fix(spec: dict, case: ProbeCase, tools: list, markers: list, shape: _Shape) -> bool:
+def _verify_fix(spec: dict, case: ProbeCase, tools: list, markers: list, shape: _Shape,
+                reference: bool = False) -> bool:
+    """Whether the probe passes once the case's fix is applied (with ``reference``: with the transformers
+    reference too, for a failure only the reference had)."""
     try:
         patched = load_template(apply_fix(spec, case.fix))
     except TemplateError:
         return False
-    return _run(patched, case, tools, markers, shape).status == "pass"
+    return _run(patched, case, tools, markers, shape, reference).status == "pass"
 
 
 def _markers(shape: _Shape) -> list:
