@@ -43,6 +43,11 @@ Warning codes (`LintWarning.code`):
 - ``search-start-anchor``: a delimiter pattern uses ``\\G`` (the position where a
   search starts), which transformers moves with every chunk boundary, so its
   streamed results depend on how the output was cut.
+- ``typed-tool-arguments``: an ``xml-inline``/``kv-lines`` field whose values become tool-call ``arguments``
+  (its transform puts ``{content}`` under an ``arguments`` key) types them with a ``value_parser`` (``json``,
+  ``int``, ``float``, ``bool``...): ``"12345"`` becomes ``12345`` before the tool schema is read, and values
+  that are not strings are never re-cast (spec section 7), so a parameter the schema types as string gets a
+  number, a boolean or null. Left as text, each string argument is cast by its parameter's schema.
 
 The compatibility section comes from `parsing.doctor.compat` (would transformers
 and vLLM's ``response_template`` parser accept the template); the generation
@@ -549,6 +554,48 @@ def _check_transform_variables(compiled: CompiledTemplate) -> list[LintWarning]:
     return out
 
 
+def _builds_arguments(fspec: dict) -> bool:
+    """Whether the field's transform puts its parsed body (``{content}``) under an ``arguments`` key: its values
+    become a tool call's arguments (what spec section 7 casts by the tool schema)."""
+    return any(root == "content" and path.rsplit(".", 1)[-1] == "arguments"
+               for root, path in _placeholders(fspec.get("transform"), "transform"))
+
+
+def _value_parser_effect(name: str, args: Any) -> str:
+    """What value_parser ``name`` does to argument values, in a clause (spec section 5)."""
+    if name == "json":
+        lenient = isinstance(args, dict) and args.get("allow_non_json") is True
+        return ('"12345" becomes 12345, "true" becomes true and "null" becomes null'
+                + ("" if lenient else ", and a value that is not JSON text (\"Paris\") fails the region"))
+    if name in ("int", "float"):
+        return f'"12345" becomes {"12345" if name == "int" else "12345.0"}, and any value that is not a number fails the region'
+    if name == "bool":
+        return 'every value becomes true or false ("Paris" becomes false)'
+    return f"every value is parsed by the {name} content parser into a structure"
+
+
+def _check_typed_arguments(spec: dict) -> list[LintWarning]:
+    out = []
+    for name, fspec in spec["fields"].items():
+        content, args = fspec.get("content", "text"), fspec.get("content_args")
+        vp = args.get("value_parser") if isinstance(args, dict) else None
+        if content not in ("xml-inline", "kv-lines") or not isinstance(vp, dict) or not _builds_arguments(fspec):
+            continue
+        parser = vp.get("name", "text")
+        if parser == "text" or parser not in CONTENT_ARGS:  # text keeps strings; an unknown name is an error above
+            continue
+        out.append(LintWarning(
+            "typed-tool-arguments", f"fields.{name}.content_args.value_parser",
+            f"value_parser {json.dumps(parser)} types the tool-call arguments of field '{name}' from their text, "
+            f"before the tool schema is read: {_value_parser_effect(parser, vp.get('args'))}. The tool schema casts "
+            f"string arguments only and never re-casts the others, so a parameter the schema types as string (a zip "
+            f"code, a title \"true\") gets a number, a boolean or null.",
+            "Remove the value_parser (values stay text) and pass the tool schemas (tools=...): each string argument "
+            "is then cast by its parameter's schema (integer, number, boolean, null, object, array), and a "
+            "parameter typed string keeps its text."))
+    return out
+
+
 def _turn_ends(delims: list[_Delim], field_name: str) -> set:
     """The close texts of the other fields (a literal close, or the literals a close pattern's matches start
     with): the end-of-turn token such as ``<|eot_id|>``. The model stops there, so meeting one inside a string
@@ -849,7 +896,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     Returns:
         a `LintReport`: the warnings (severity ``error``, then ``warning``, then ``info``; within each, check order:
         wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables,
-        content_args (regexes, key names), close in JSON, empty matches, \\G, start anchor) and the compatibility
+        content_args (regexes, key names), typed tool-call arguments, close in JSON, empty matches, \\G, start anchor) and the compatibility
         section.
 
     Raises:
@@ -868,6 +915,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     warnings += _check_missing_close(spec)
     warnings += _check_transform_variables(compiled)
     warnings += _check_content_args(spec)
+    warnings += _check_typed_arguments(spec)
     warnings += _check_close_in_json(spec, delims)
     warnings += _check_empty_match(compiled, delims)
     warnings += _check_search_start(spec, delims)

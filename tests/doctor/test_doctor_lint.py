@@ -593,3 +593,70 @@ def test_reasoning_field_name_against_the_key_the_chat_template_reads():
     # A content block's `block.thinking` (magistral) is not the message key; a template reading neither: quiet.
     blocks = "{% for block in message.content %}{{ block.thinking }}{% endfor %}"
     assert only(CLEAN, "reasoning-field-name", tokenizer=_TemplateOnly(blocks)) == []
+
+
+# --- typed-tool-arguments: a value_parser that types tool-call arguments against the tool schema -----------------
+
+_XML_CALL_ARGS = {"tag_pattern": "<p name=\"(?P<key>[^\"]+)\">(?P<value>.*?)</p>"}
+_TYPED_OUT = ('<call name="note"><p name="zip">12345</p><p name="title">true</p><p name="n">null</p>'
+              '<p name="city">Paris</p></call>')
+_STRING_TOOLS = [{"type": "function", "function": {"name": "note", "parameters": {
+    "type": "object", "properties": {k: {"type": "string"} for k in ("zip", "title", "n", "city")}}}}]
+
+
+def _xml_calls(value_parser=None, transform=True, content="xml-inline"):
+    args = dict(_XML_CALL_ARGS, **({"value_parser": value_parser} if value_parser else {}))
+    field = {"open_pattern": "<call name=\"(?P<name>[^\"]+)\">", "close": "</call>", "content": content,
+             "content_args": args if content == "xml-inline" else {"value_parser": value_parser}, "repeats": True}
+    field["transform"] = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}} \
+        if transform else {"tool": "{name}", "values": "{content}"}  # values that build no tool-call arguments
+    return {"defaults": {"role": "assistant"}, "start_anchor": "<a>", "fields": {"content": {}, "tool_calls": field}}
+
+
+def _reference_arguments(template, tools):
+    from transformers.utils import chat_parsing
+
+    parser = chat_parsing.ResponseParser(template, "<a>", tools=tools)
+    parser.feed(_TYPED_OUT)
+    return parser.finalize()[0]["tool_calls"][0]["function"]["arguments"]
+
+
+def test_typed_tool_arguments_warns_on_a_value_parser_that_overrides_the_tool_schema():
+    """Trial 11: value_parser json on xml-inline arguments turned "12345"/"true"/"null" into 12345/True/None
+    although the tool schema says string, and lint said nothing."""
+    template = _xml_calls({"name": "json", "args": {"allow_non_json": True}})
+    # what the warning claims, from the reference: typed against the schema with it, strings kept without it
+    assert _reference_arguments(template, _STRING_TOOLS) == {"zip": 12345, "title": True, "n": None, "city": "Paris"}
+    assert _reference_arguments(_xml_calls(), _STRING_TOOLS) == {"zip": "12345", "title": "true", "n": "null",
+                                                                 "city": "Paris"}
+    warnings = [w for w in lint(template).warnings if w.code == "typed-tool-arguments"]
+    assert len(warnings) == 1
+    w = warnings[0]
+    assert w.path == "fields.tool_calls.content_args.value_parser" and w.severity == "warning"
+    assert '"12345" becomes 12345' in w.message and "never re-casts" in w.message
+    assert "fails the region" not in w.message  # allow_non_json keeps text that is not JSON
+    assert "Remove the value_parser" in w.fix and "tools=" in w.fix
+
+
+@pytest.mark.parametrize("parser,says", [("json", "fails the region"), ("int", "not a number fails the region"),
+                                         ("float", "not a number fails the region"),
+                                         ("bool", "every value becomes true or false")])
+def test_typed_tool_arguments_says_what_each_value_parser_does(parser, says):
+    template = _xml_calls({"name": parser})
+    (w,) = [w for w in lint(template).warnings if w.code == "typed-tool-arguments"]
+    assert says in w.message
+    if parser == "bool":  # checked on the reference: "12345", "null" and "Paris" become false
+        assert _reference_arguments(template, _STRING_TOOLS) == {"zip": False, "title": True, "n": False,
+                                                                  "city": False}
+    else:  # checked on the reference: "Paris" is no JSON text, "true" no number: the region fails
+        with pytest.raises(ValueError):
+            _reference_arguments(template, _STRING_TOOLS)
+
+
+def test_typed_tool_arguments_quiet_when_values_stay_text_or_are_no_arguments():
+    for template in (_xml_calls(), _xml_calls({"name": "text"}), _xml_calls({"name": "json"}, transform=False)):
+        assert "typed-tool-arguments" not in lint(template).codes, template["fields"]["tool_calls"]
+    assert "typed-tool-arguments" in lint(_xml_calls({"name": "json"}, content="kv-lines")).codes
+    # a JSON call body is the model's own typing ({"zip": 12345} is what it wrote): not this warning
+    json_calls = clean()
+    assert "typed-tool-arguments" not in lint(json_calls).codes
