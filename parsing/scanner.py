@@ -522,7 +522,8 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
     Each lookbehind is evaluated at most once per position and remembered: not at all where the alternatives it
     guards cannot even partially match; first on the text from ``window`` (where the current region began, an
     index into ``buf``) when a match there is one in the whole stream; else on the whole stream (``before`` +
-    ``buf``)."""
+    ``buf``). A lookbehind with a reading of its own (balanced quotes, escape-delimited strings) is read, not run,
+    both ways, each reading going on from where its last call stopped."""
     memo = getattr(clock, "lookbehinds", None)
     selected = 0
     for i, (behind, rest, window_safe, rest_shape, quick) in enumerate(delim.split[0]):
@@ -533,13 +534,25 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
                     else clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None):
                 continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
             holds = False
+            # A reading without `regex` (`parsing.template.balanced_quotes`, `parsing.escape_strings`) where the
+            # lookbehind has one and the clock is a `ScanState`: it reads on from where its last call stopped.
+            quotes = clock.quotes if quick is not None and memo is not None else None
             if window_safe and window is not None and 0 <= window <= at:
-                holds = (_balanced_holds(quick, buf, window, at, base, clock.quotes, (id(delim), i))
-                         if quick is not None and memo is not None  # a `ScanState`: read on from the last time
-                         else clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None)
+                if quotes is None:
+                    holds = clock.run(delim, "match", buf[window:], at - window, ctx, pattern=behind) is not None
+                elif type(quick) is tuple:
+                    holds = _balanced_holds(quick, buf, window, at, base, quotes, (id(delim), i))
+                else:
+                    holds = quick.holds(buf, window, at, base, quotes, (id(delim), i))
             if not holds:
                 text = before + buf if before else buf
-                holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
+                if quotes is None:
+                    holds = clock.run(delim, "match", text, at + len(before), ctx, pattern=behind) is not None
+                elif type(quick) is tuple:  # (the whole text's reading: a key of its own)
+                    holds = _balanced_holds(quick, text, 0, at + len(before), base - len(before), quotes,
+                                            (id(delim), i, 0))
+                else:
+                    holds = quick.holds(text, 0, at + len(before), base - len(before), quotes, (id(delim), i, 0))
             if memo is not None:
                 memo[key] = holds
         if holds:

@@ -32,6 +32,7 @@ from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
 from .shapes import Shape, shape_of, template_code_budget
+from .escape_strings import escape_strings
 from .shapes import _literal as shapes_literal
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
 
@@ -108,8 +109,8 @@ class Delimiter:
             rest, window_safe, rest_shape, quick)``: ``rest`` the alternatives it guards,
             without it (compiled, and as a `parsing.shapes.Shape` or None),
             whether a match of the lookbehind in a suffix of the stream is one in
-            the whole stream, and for a balanced-quote lookbehind its reading
-            without ``regex`` (`balanced_quotes`), else None. ``variants``: the pattern compiled
+            the whole stream, and for a balanced-quote or escape-string lookbehind its
+            reading without ``regex`` (`balanced_quotes`, `parsing.escape_strings`), else None. ``variants``: the pattern compiled
             for each combination of the lookbehinds' truths (index: bit i set when
             lookbehind i holds). At a position the pattern matches as the variant
             its lookbehinds select there. The scanner evaluates each lookbehind at
@@ -644,7 +645,7 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
                 rests = ["|".join(alt for index, alt in alternatives if index == i) for i in range(len(behinds))]
                 guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL), regex.compile(rest, regex.DOTALL),
                                 _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags),
-                                balanced_quotes(behind))
+                                balanced_quotes(behind) or escape_strings(behind))
                                for behind, rest in zip(behinds, rests))
                 variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
                 split = (guards, variants)
