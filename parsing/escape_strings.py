@@ -52,12 +52,17 @@ class EscapeStrings:
             module the lookbehind runs with, so that ``\\w`` and the like mean what they mean there.
     """
 
-    __slots__ = ("literal", "marker", "name")
+    __slots__ = ("literal", "marker", "name", "ascii_names", "overlaps")
 
     def __init__(self, literal: str, marker: str, name) -> None:
         self.literal = literal
         self.marker = marker
         self.name = name
+        # The ASCII characters of the name class (a set look-up instead of a ``regex`` call for most names).
+        self.ascii_names = frozenset(chr(c) for c in range(128) if name.match(chr(c)) is not None)
+        # Whether two markers can overlap (a proper prefix of the marker is also a suffix of it): then the markers a
+        # reading meets are not simply all those in the text, and they are found one after the other.
+        self.overlaps = any(marker.endswith(marker[:k]) for k in range(1, len(marker)))
 
     def holds(self, buf: str, lo: int, at: int, base: int, memo: dict, key: object) -> bool:
         """Whether the lookbehind holds at ``at`` when ``regex`` runs it on ``buf[lo:]`` (the region since its
@@ -69,54 +74,77 @@ class EscapeStrings:
         can complete a marker that starts up to ``len(marker) - 1`` characters before the buffer edge), so every
         character of a region is read a bounded number of times over all its candidates.
         """
-        literal, marker, name = self.literal, self.marker, self.name
-        width, size = len(literal), len(marker)
         entry = memo.get(key)
         if entry is not None and entry[0] == lo + base and entry[1] <= at + base:
-            start = entry[1] - base
-            readings = [(pos - base, inside) for pos, inside in entry[2]]
+            start, readings = entry[1] - base, entry[2]
         else:
-            start, readings = lo, []
-        settled = min(at, len(buf) - size + 1)
-        if settled > start:
-            readings = self._read(buf, lo, start, settled, readings)
-            memo[key] = [lo + base, settled + base, [(pos + base, inside) for pos, inside in readings]]
-            start = settled
-        if start < at:
+            start, readings = lo, 0
+        settled = len(buf) - len(self.marker) + 1
+        if settled >= at:  # (the usual case: the text settles every marker that starts before `at`)
             readings = self._read(buf, lo, start, at, readings)
-        return (at, False) in readings
+            memo[key] = (lo + base, at + base, readings)
+        else:
+            if settled > start:
+                readings = self._read(buf, lo, start, settled, readings)
+                memo[key] = (lo + base, settled + base, readings)
+                start = settled
+            readings = self._read(buf, lo, start, at, readings)
+        return bool(readings & 1)
 
-    def _read(self, buf: str, lo: int, start: int, stop: int, readings: list) -> list:
-        """The readings at ``stop`` (each ``(position, inside a string)``, the position that of its next token:
-        ``stop``, or past it when a marker spans ``stop``), from ``readings`` at ``start`` and new ones from each
-        literal (and name character) ending in ``[start, stop)``."""
-        literal, marker, name = self.literal, self.marker, self.name
+    def _read(self, buf: str, lo: int, start: int, stop: int, readings: int) -> int:
+        """The readings at ``stop`` from ``readings`` at ``start`` and new ones from each literal (and name
+        character) ending in ``[start, stop)``. Readings at a position ``p``, as bits: bit ``2 * (q - p) + i`` is
+        set when a reading's next token starts at ``q`` (``p``, or past it when a marker spans ``p``) and it is
+        inside a string (``i`` 1) or not (0); readings that meet are one bit."""
+        if start >= stop:
+            return readings
+        literal = self.literal
         width = len(literal)
-        found = buf.find(literal, max(lo, start - width), stop - 1)
+        found = buf.find(literal, max(lo, start - width), stop - 1)  # (stop >= 1: not an index from the end)
         while found != -1:
             after = found + width  # a name character there, then a reading outside strings
-            if name.match(buf, after) is not None:
-                readings = _advance(readings, buf, after + 1, marker)
-                if (after + 1, False) not in readings:
-                    readings.append((after + 1, False))
+            char = buf[after]
+            if char in self.ascii_names or (char > "\x7f" and self.name.match(char) is not None):
+                readings = self._advance(buf, start, after + 1, readings) | 1
+                start = after + 1
             found = buf.find(literal, found + 1, stop - 1)
-        return _advance(readings, buf, stop, marker)
+        return self._advance(buf, start, stop, readings)
 
-
-def _advance(readings: list, buf: str, stop: int, marker: str) -> list:
-    """``readings`` moved on to ``stop`` (see `EscapeStrings._read`); readings that meet are kept once."""
-    size = len(marker)
-    moved: list = []
-    for pos, inside in readings:
-        while pos < stop:
-            found = buf.find(marker, pos, stop + size - 1)  # a marker starting before stop, read whole
-            if found == -1:
-                pos = stop
-                break
-            pos, inside = found + size, not inside
-        if (pos, inside) not in moved:
-            moved.append((pos, inside))
-    return moved
+    def _advance(self, buf: str, start: int, stop: int, readings: int) -> int:
+        """``readings`` at ``start`` moved on to ``stop`` (bits as in `_read`)."""
+        if start == stop or not readings:
+            return readings
+        marker, size = self.marker, len(self.marker)
+        end = stop + size - 1  # the markers that start before stop, read whole
+        if readings <= 2 and not self.overlaps:  # one reading, at start (the usual case): as below, fewer steps
+            last = buf.rfind(marker, start, end)
+            if last == -1:
+                return readings
+            inside = (readings >> 1) ^ ((buf.count(marker, start, last) + 1) & 1)
+            return 1 << (((last + size - stop) << 1 if last + size > stop else 0) | inside)
+        moved = 0
+        while readings:
+            low = readings & -readings
+            readings ^= low
+            bit = low.bit_length() - 1
+            pos, inside = start + (bit >> 1), bit & 1
+            if pos < stop:
+                if self.overlaps:
+                    while pos < stop:
+                        found = buf.find(marker, pos, end)
+                        if found == -1:
+                            pos = stop
+                            break
+                        pos, inside = found + size, inside ^ 1
+                else:  # every marker from pos on is one the reading meets: count them, and find the last
+                    last = buf.rfind(marker, pos, end)
+                    if last == -1:
+                        pos = stop
+                    else:
+                        inside ^= (buf.count(marker, pos, last) + 1) & 1
+                        pos = max(stop, last + size)
+            moved |= 1 << (((pos - stop) << 1) | inside)
+        return moved
 
 
 def escape_strings(behind: str) -> EscapeStrings | None:

@@ -74,14 +74,14 @@ def test_the_library_closes_are_split_with_a_reading():
 
 def _pieces(quick: es.EscapeStrings) -> list[str]:
     literal, marker = quick.literal, quick.marker
-    return [literal, literal, literal[:-1], marker, marker, marker[:2], marker[1:], marker[0], "<", "x", "f", "b",
-            ".", "-", "_", ":", " ", "\n", "{", "}", "é", "ß", "٣", "\u0301", "😀", "xxx", "<end>"]
+    return [literal, literal + "b", literal[:-1], marker, marker, marker[:2], marker[1:], marker[0], "<", "x", "f",
+            "b", ".", "-", "_", ":", " ", "\n", "{", "}", "é", "ß", "٣", "\u0301", "😀", "xxx", "<end>"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(which=st.integers(0, len(READ) - 1), opened=st.booleans(), parts=st.lists(st.integers(0, 26), max_size=18),
-       seed=st.integers(0, 10 ** 6))
-def test_reading_holds_where_regex_holds(which, opened, parts, seed):
+       more=st.integers(0, 24), seed=st.integers(0, 10 ** 6))
+def test_reading_holds_where_regex_holds(which, opened, parts, more, seed):
     """On text that grows (a buffer fed in pieces) the reading holds at each position exactly when ``regex``'s
     lookbehind does on the same text (its lookaheads read past the position: a marker cut off by the buffer edge
     is not one yet, a whole one is one even where the position is inside it); reading from nothing, and reading on
@@ -90,8 +90,9 @@ def test_reading_holds_where_regex_holds(which, opened, parts, seed):
     quick = es.escape_strings(behind)
     engine = regex.compile(f"(?<={behind})", regex.DOTALL)
     pieces = _pieces(quick)
-    text = (quick.literal + "b" if opened else "") + "".join(pieces[p] for p in parts)
     rng = random.Random(seed)
+    text = ((quick.literal + "b" if opened else "") + "".join(pieces[p] for p in parts)
+            + "".join(rng.choice(pieces) for _ in range(more)))
     lo = rng.randint(0, len(text)) if rng.random() < 0.5 else 0
     memo: dict = {}
     end = lo
@@ -161,17 +162,17 @@ def test_a_long_argument_that_mentions_the_close_is_read_once(monkeypatch, famil
     code = f"x = 10  # the tag {close} ends one tool call\n" * 500
     output = f"{open_}call:run{{code:{marker}{code}{marker}}}{close}"
     read, runs = [0], [0]
-    advance, run = es._advance, budget.SearchClock.run
+    advance, run = es.EscapeStrings._advance, budget.SearchClock.run
 
-    def counting_advance(readings, buf, stop, marker):
-        read[0] += sum(stop - pos for pos, _ in readings if pos < stop)
-        return advance(readings, buf, stop, marker)
+    def counting_advance(self, buf, start, stop, readings):
+        read[0] += max(0, stop - start) * bin(readings).count("1")  # (each reading reads on from start to stop)
+        return advance(self, buf, start, stop, readings)
 
     def counting_run(self, delim, method, text, pos, ctx, pattern=None, partial=False):
         runs[0] += pattern is not None and pattern.pattern.startswith("(?<=")
         return run(self, delim, method, text, pos, ctx, pattern, partial)
 
-    monkeypatch.setattr(es, "_advance", counting_advance)
+    monkeypatch.setattr(es.EscapeStrings, "_advance", counting_advance)
     monkeypatch.setattr(budget.SearchClock, "run", counting_run)
     parser = ResponseParser(template, prefix=prefix)
     for chunk in fixed_chunks(output, 4):
