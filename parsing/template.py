@@ -277,6 +277,33 @@ def _scope_error(path: str, message: str, *, type_error: bool = False, pattern_p
     return cls(message, path, pattern_pos=pattern_pos)
 
 
+def regex_fault(source: str, exc: regex.error) -> tuple[str, int | None]:
+    """What is wrong with the pattern ``source`` that `regex` refused with ``exc``, and where: ``(text, pos)``.
+
+    `regex` reports where its parser gave up, which for an unclosed construct is the pattern's end: the `[` of
+    ``(?<=a+)[^\\s*<think>`` is at 7, `regex` says 19. Where the stdlib `re` refuses the pattern for the same
+    reason (its message starts with `regex`'s), the earlier of the two positions is taken (`re` names where the
+    construct opened); else a fault `regex` puts at the very end gets no position rather than a wrong one.
+    ``text`` is `regex`'s message with that position (``"unterminated character set at position 7"``); ``pos``
+    is a 0-based offset into ``source``, or None.
+    """
+    pos = exc.pos
+    try:
+        _stdlib_re.compile(source, _stdlib_re.DOTALL)
+        other = None
+    except _stdlib_re.error as std:
+        other = std
+    except (RecursionError, OverflowError, ValueError):  # stdlib-only limits: no second opinion
+        other = None
+    if other is not None and other.pos is not None and str(other.msg).startswith(str(exc.msg)):
+        pos = min(pos, other.pos) if pos is not None else other.pos
+    elif pos is not None and pos >= len(source):
+        pos = None
+    if pos == exc.pos:
+        return str(exc), pos
+    return (f"{exc.msg} at position {pos}" if pos is not None else str(exc.msg)), pos
+
+
 def _join_path(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
@@ -589,7 +616,8 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         try:
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
-            raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {exc}", pattern_pos=exc.pos) from exc
+            why, pos = regex_fault(source, exc)
+            raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {why}", pattern_pos=pos) from exc
         except RecursionError as exc:  # groups nested too deeply for the regex module's parser
             raise TemplateRecursionError(str(exc), where) from None
         try:
@@ -1018,4 +1046,4 @@ def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
 
 
 __all__ = ["CompiledTemplate", "Delimiter", "FieldSpec", "TemplateRecursionError", "TemplateTypeError",
-           "load_template", "locate_json_path", "PLACEHOLDER"]
+           "load_template", "locate_json_path", "regex_fault", "PLACEHOLDER"]

@@ -66,7 +66,7 @@ from typing import Any
 import regex
 
 from ..content import CONTENT_ARGS, VALUE_PARSER_KEYS
-from ..template import CompiledTemplate, Delimiter, load_template
+from ..template import CompiledTemplate, Delimiter, load_template, regex_fault
 from ..transform import PLACEHOLDER
 from .chat_template import REASONING_KEY, generation_prompt
 from .compat import VLLM_REASONING_KEY, Compatibility, compatibility
@@ -733,11 +733,11 @@ def _check_tag_pattern(name: str, path: str, args: dict) -> list[LintWarning]:
     try:
         compiled = regex.compile(tag, _REGEX_FLAGS)
     except regex.error as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        pointer = f" ({json.dumps(tag[:exc.pos], ensure_ascii=False)} <- here)" if exc.pos is not None else ""
+        why, pos = regex_fault(tag, exc)  # where the fault is, not where `regex` gave up (the end)
+        pointer = f" ({json.dumps(tag[:pos], ensure_ascii=False)} <- here)" if pos is not None else ""
         return [LintWarning(
             "invalid-regex", f"{path}.tag_pattern",
-            f"tag_pattern does not compile: {exc.msg}{where}{pointer}. The template loads (transformers does not "
+            f"tag_pattern does not compile: {why}{pointer}. The template loads (transformers does not "
             f"check it either), but every region of field '{name}' fails to parse.",
             "Fix the regex (an unclosed group or bracket, a bad escape); it needs named groups key and value.",
             severity="error")]

@@ -45,7 +45,7 @@ def test_bad_regex_reports_path_and_position():
     err = info.value
     assert isinstance(err, ValueError)
     assert err.path == "fields.tool_calls.open_pattern"
-    assert err.pattern_pos == len("<tool(_call>")
+    assert err.pattern_pos == "<tool(_call>".index("(")  # the unclosed group, not where `regex` gave up
 
 
 def test_json_text_errors_carry_line_and_column():
