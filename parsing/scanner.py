@@ -61,7 +61,8 @@ from typing import Iterable
 from .budget import NO_LIMITS, ParseContext, ProbeGaveUp, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
-from .shapes import FAIL, MATCH, PAUSE_EDGE, PAUSE_LITERALS, PAUSE_RUN, UNDECIDED, Shape, cut_off
+from .shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_RUN, UNDECIDED, Shape,
+                     cut_off)
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -73,6 +74,13 @@ OPEN_FIRST = {"open": 0, "close": 1}
 WAIT_CHARS = 256
 RECHECK_CHARS = 16
 RECHECK_SHARE = 4  # past WAIT_CHARS: rechecked when the held text has grown by a quarter
+# The cause of a deferral (`ScanState.deferred`) held from a partial match the regex reported (or from where the
+# edge pattern reaches the buffer edge, `_edge_pending`): past WAIT_CHARS of held text, its regex runs again only
+# once the held text has grown by a RECHECK_SHARE (or a suffix literal of the pattern has arrived), so a match
+# attempt that stays partial for a long text costs time linear in its length, not quadratic. Holding without
+# running it is what a scan of the same text, fed in fewer chunks, would do (nothing commits at or after a hold,
+# and the text before it is gone): the answer is the same, only its text may be released later.
+HELD_PARTIAL = "partial"
 
 
 class ScanState(SearchClock):
@@ -83,7 +91,8 @@ class ScanState(SearchClock):
     the lookbehind answers of split delimiters per position. Offsets are absolute: buffer index plus the
     ``base`` the scan was given."""
 
-    __slots__ = ("waiting", "deferred", "checked", "lookbehinds", "dead_at_start", "decided", "quotes", "given_up")
+    __slots__ = ("waiting", "deferred", "checked", "searched", "lookbehinds", "dead_at_start", "decided", "quotes",
+                 "given_up")
 
     def __init__(self) -> None:
         super().__init__()
@@ -102,6 +111,9 @@ class ScanState(SearchClock):
         # The stream offset the buffer ended at when the deferred delimiter's regex last ran, or up to which the
         # deferred shape's edge run is known to reach (`still_deferred`).
         self.checked = 0
+        # The stream offset up to which the held text was looked through for the deferred pattern's suffix literals
+        # since then (`_suffix_arrived`): each feed looks at the new text only.
+        self.searched = 0
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
         self.dead_at_start: set[int] = set()
@@ -153,11 +165,15 @@ class ScanState(SearchClock):
                 if literals is not None:
                     if cut_off(literals, buf, at + cause[PAUSE_EDGE]):
                         return True  # the buffer still ends inside the literal that left it undecided
-                elif run is not None and run.rx.match(buf, self.checked - base).end() == end:
-                    # Only more of the run that reached the edge: still undecided, and nothing before it is read
-                    # again (a 32 KB function name streamed a character at a time costs linear time).
-                    self.checked = end + base
-                    return True
+                elif run is not None:
+                    if run.rx.match(buf, self.checked - base).end() == end:
+                        # Only more of the run that reached the edge: still undecided, and nothing before it is
+                        # read again (a 32 KB function name streamed a character at a time costs linear time).
+                        self.checked = end + base
+                        return True
+                if run is None and cause[PAUSE_ITEM] == len(shape.branches[cause[PAUSE_BRANCH]][0]) \
+                        and not self._due(deferred[1], buf, at, base):
+                    return True  # only its lookahead waits (it reads on to the edge): asked again when due
             match = {} if shape.named else None
             status, cause = shape.decide(buf, at, False, match, cause)  # resumed where the last walk stopped
             if status != UNDECIDED:
@@ -167,10 +183,12 @@ class ScanState(SearchClock):
             self.checked = end + base
             return True
         delim = deferred[1]
+        if deferred[3] is HELD_PARTIAL:
+            return not self._due(delim, buf, at, base)
         waits = self.waiting.get(id(delim))
         if waits is not None and waits[0] == at + base:
             return waits[1] is None or len(buf) + base < waits[1]
-        if _suffix_after(delim, buf, at):
+        if self._suffix_arrived(delim, buf, at, base):
             return False
         held = len(buf) - at
         if not _rechecked(delim):
@@ -183,6 +201,26 @@ class ScanState(SearchClock):
                 self.given_up[id(delim)] = at + base
                 return True  # held until a delimiter commits or the stream ends
         return True
+
+    def _due(self, delim: Delimiter, buf: str, at: int, base: int) -> bool:
+        """Whether a deferral held from ``at`` that only a new run of its pattern can decide (`HELD_PARTIAL`, a shape
+        whose lookahead waits) is due to run it: always within `WAIT_CHARS` of held text; past it, once the held
+        text has grown by a `RECHECK_SHARE` since it last ran, or a suffix literal of the pattern has arrived."""
+        held = len(buf) - at
+        if held <= WAIT_CHARS or len(buf) + base - self.checked >= held // RECHECK_SHARE:
+            return True
+        return delim.suffixes is not None and self._suffix_arrived(delim, buf, at, base)
+
+    def _suffix_arrived(self, delim: Delimiter, buf: str, at: int, base: int) -> bool:
+        """`_suffix_after`, looking only at the text that arrived since the last look (or the last scan: it saw
+        the text before); the look that finds one does not count (the scan it calls for starts the next one)."""
+        width = delim.min_width
+        seen = max(self.checked, self.searched) - base
+        for suffix in delim.suffixes:
+            if buf.find(suffix, max(at, at + width - len(suffix), seen - len(suffix) + 1)) != -1:
+                return True
+        self.searched = len(buf) + base
+        return False
 
 
 def _rechecked(delim: Delimiter) -> bool:
@@ -478,40 +516,23 @@ def _regex_pending(delim: Delimiter, buf: str, lo: int, hi: int, ctx: ParseConte
     return None
 
 
-# Characters appended to the buffer to see what `regex` decides at its edge as if the text ended there: a word
-# character, a non-word one, a newline (`Delimiter.edge_blind`).
-EDGE_PROBES = ("a", " ", "\n")
-
-
 def _edge_pending(delim: Delimiter, buf: str, lo: int, ctx: ParseContext, clock: SearchClock) -> int | None:
-    """For an `edge_blind <Delimiter.edge_blind>` delimiter: the leftmost position in ``[lo, len(buf))`` where a
-    match attempt, with some probe character after the buffer, reaches the edge (a partial match, or a complete
-    one whose assertions may read up to it): more text could make a match there that the plain partial search rules out.
-    None if there is none. Only ever adds a hold (the end of the stream decides with the real text)."""
+    """For an `edge_blind <Delimiter.edge_blind>` delimiter: the leftmost position in ``[lo, len(buf))`` from which
+    a match attempt reaches the buffer edge, or reads up to it (`parsing.edge`: the partial matching of the pattern
+    itself can miss one), so that more text could make or change a match there; None if there is none. A superset
+    of those places: only ever adds a hold (the end of the stream decides with the real text). Without an edge
+    pattern (syntax `parsing.edge` does not read): ``lo``, the first candidate."""
     end = len(buf)
-    pattern = delim.forward_regex if delim.reverse else (delim.attempt_regex or delim.regex)
+    pattern = delim.edge_regex
     if pattern is None:
         return lo if lo < end else None
-    bounded = delim.max_width is not None and delim.lookahead is not None
-    if bounded:
-        lo = max(lo, end - delim.max_width - delim.lookahead)
-    # A complete match counts when its assertions may have read up to the edge (``$`` before a final newline).
-    reads_to = end if delim.lookahead is None else end - delim.lookahead
-    found = None
-    for probe in EDGE_PROBES:
-        text = buf + probe
-        stop = end if found is None else found
-        if bounded:
-            for p in range(lo, stop):
-                m = clock.probe(delim, "match", text, p, ctx, pattern=pattern)
-                if m is not None and (m.partial or m.end() >= reads_to):
-                    found = p
-                    break
-        elif lo < stop:
-            m = clock.probe(delim, "search", text, lo, ctx, pattern=pattern)
-            if m is not None and m.start() < stop and (m.partial or m.end() >= reads_to):
-                found = m.start()
-    return found
+    if delim.max_width is not None and delim.lookahead is not None:
+        lo = max(lo, end - delim.max_width - delim.lookahead)  # an attempt from before reads nothing at the edge
+    if lo >= end:
+        return None
+    # The edge pattern never matches completely: a partial search returns its leftmost partial match.
+    found = clock.probe(delim, "search", buf, lo, ctx, pattern=pattern)
+    return found.start() if found is not None and found.start() < end else None
 
 
 def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: ParseContext, clock: SearchClock,
@@ -689,6 +710,11 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
     ctx = timeout if type(timeout) is ParseContext else as_context(timeout)
     if clock is None:
         clock = SearchClock()
+    elif not eos and type(clock) is ScanState:
+        deferred = clock.deferred
+        if deferred is not None and deferred[3] is HELD_PARTIAL and deferred[0] == pos + base \
+                and clock.still_deferred(buf, pos, base, ctx):
+            return None, pos  # a partial match held here, not due to be asked again
     if origin is None:
         origin = pos
     hold = end
@@ -787,6 +813,8 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                     edge = _edge_pending(delim, buf, start_at, ctx, clock)
                     if edge is not None:
                         hold = min(hold, edge)
+                        if deferred is None or edge < deferred[0]:
+                            deferred = (edge, delim, None, HELD_PARTIAL)
                 if eos:
                     match = _search(delim, buf, start_at, False, ctx, clock, base=base, before=before, window=window)
                     if match is None:
@@ -823,7 +851,10 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
                             clock.dead_at_start.add(id(delim))  # nothing from index 0 on, and none can come at 0
                         continue
                     if attempt.partial or match is None or match.partial:
-                        hold = min(hold, attempt.start())
+                        start = attempt.start()
+                        hold = min(hold, start)
+                        if deferred is None or start < deferred[0]:
+                            deferred = (start, delim, None, HELD_PARTIAL)  # (`ScanState.still_deferred`)
                         continue
                     start, stop = match.span()
                     pending = _pending_start(delim, buf, start_at, attempt.start(), stop, ctx, clock, base, before,

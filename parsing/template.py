@@ -28,6 +28,7 @@ from .budget import ParseContext, run_regex
 from .content import CONTENT_PARSERS
 from .errors import TemplateError
 from .decided import decided_branches
+from .edge import compile_edge
 from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
@@ -130,10 +131,13 @@ class Delimiter:
             string operations instead of the regex. None otherwise.
         split_shapes: for a split delimiter whose variants are all shapes: the shape of each variant (indexed as
             the variants); the scanner picks one per position as it picks the variant. None otherwise.
-        edge_blind: the pattern has an assertion that `regex`'s partial matching decides at the end of the text
-            as if the stream ended there (``\\b``, ``\\B``, ``\\m``, a negated ``$``/``\\Z``): while streaming,
-            the scanner also tries the text with probe characters appended (`parsing.scanner`) to find attempts
-            that more text could still complete.
+        edge_blind: `regex`'s partial matching may miss an attempt that more text could still complete: the
+            pattern has an assertion it decides at the end of the text as if the stream ended there (``\\b``,
+            ``\\B``, ``\\m``, ``\\M``, a negated ``$``/``\\Z``), or a lazy repeat and a lookbehind (``.+?(?<=a)``).
+            While streaming, the scanner also holds from where ``edge_regex`` reaches the buffer edge.
+        edge_regex: for an edge-blind pattern, its edge pattern (`parsing.edge`): its leftmost partial match is at
+            or before every place where more text could make or change a match. None: not edge-blind, or syntax
+            the edge reader does not follow (the scanner then holds from the first candidate).
     """
 
     field: str | None
@@ -161,6 +165,7 @@ class Delimiter:
     branches: tuple | None = None
     split_branches: tuple | None = None
     edge_blind: bool = False
+    edge_regex: Any = None
     shape: Shape | None = None
     split_shapes: tuple | None = None
 
@@ -315,7 +320,16 @@ _ESCAPE_G = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\G")
 # attempt they fail at the buffer edge is reported as neither a match nor a partial match although more text
 # could make it one: a word boundary after a non-word character (``.\b``), a non-boundary after a word
 # character (``a\Ba``), a start of word (``\m``), a negated end of text (``(?!$)``, ``(?!\Z)``).
-_EDGE_BLIND = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\[bBm]|\(\?!.*(?:\$|\\[Zz])", _stdlib_re.DOTALL)
+_EDGE_BLIND = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*\\[bBmM]|\(\?!.*(?:\$|\\[Zz])", _stdlib_re.DOTALL)
+# A lazy repeat (``*?``, ``+?``, ``??``, ``{m,n}?``): with a lookbehind after it, `regex`'s partial matching reports
+# an attempt that reaches the buffer edge only from its last character (``.+?(?<=a)`` seeing ``xx``: at 1, not 0).
+_LAZY = _stdlib_re.compile(r"(?<!\\)(?:\\\\)*[*+?}]\?")
+
+
+def _edge_blind(source: str) -> bool:
+    """Whether `regex`'s partial matching may miss an attempt of ``source`` that more text could complete
+    (`Delimiter.edge_blind`); errs towards yes."""
+    return bool(_EDGE_BLIND.search(source) or ("(?<" in source and _LAZY.search(source)))
 # An inline flag group that sets REVERSE: `(?r)`, `(?ri)`, `(?r:...)`.
 _REVERSE_FLAG = _stdlib_re.compile(r"(?<!\\)((?:\\\\)*\(\?)([a-zA-Z0-9]*)r([a-zA-Z0-9-]*[:)])")
 # The body of a fuzzy constraint `{...}` (`e`, `i<=2`, `1<=e<=3`, `2i+2d+1s<=4`, `e<=1:[a-z]`), read loosely:
@@ -365,15 +379,20 @@ def _uses_fuzzy_matching(source: str) -> bool:
     return False
 
 
-def _forward_version(source: str) -> Any:
-    """A reverse pattern (``(?r)...``) compiled to search forwards, or None when that cannot be derived."""
+def _forward_text(source: str) -> str:
+    """A reverse pattern's text (``(?r)...``) without the REVERSE flag."""
     def drop_r(m):
         flags = m.group(2) + m.group(3)[:-1]
         if flags.replace("-", "") == "" and m.group(3).endswith(")"):
             return m.group(1)[:-2]  # the group was only `(?r)`
         return m.group(1) + flags.replace("r", "") + m.group(3)[-1]
+    return _REVERSE_FLAG.sub(drop_r, source)
+
+
+def _forward_version(source: str) -> Any:
+    """A reverse pattern (``(?r)...``) compiled to search forwards, or None when that cannot be derived."""
     try:
-        compiled = regex.compile(_REVERSE_FLAG.sub(drop_r, source), regex.DOTALL)
+        compiled = regex.compile(_forward_text(source), regex.DOTALL)
     except regex.error:
         return None
     return None if compiled.flags & regex.REVERSE else compiled
@@ -627,7 +646,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
             # deeply than they can follow still runs, with no shortcut and a reach taken as unbounded.
             return Delimiter(field_name, kind, compiled, source, None, False, None, None, None,
                              attempt_regex=_k_attempt(source)[0], search_from_origin=True, unbounded=True,
-                             reverse=bool(compiled.flags & regex.REVERSE), edge_blind=bool(_EDGE_BLIND.search(source)))
+                             reverse=bool(compiled.flags & regex.REVERSE), edge_blind=_edge_blind(source))
     return None
 
 
@@ -684,6 +703,11 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
                     split_shapes = None
             except regex.error:
                 split = None
+    edge_blind, edge_regex = _edge_blind(source), None
+    if edge_blind and not fuzzy:
+        # Run on the buffer alone: a split delimiter's lookbehinds read before it, so they are dropped (held more).
+        edge_source = _forward_text(attempt_source) if reverse else attempt_source
+        edge_regex = compile_edge(edge_source, compiled.flags, lookbehinds=split is None)
     if split is not None:
         branches = () if any(b is not None for b in split_branches) else None
     else:
@@ -694,7 +718,7 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
                      prefilter=prefilter, suffixes=derive_suffixes(source) if prefilter is not None else None,
                      min_width=min_width, stable=stable, split=split, split_lookbehind=split_behind,
                      branches=branches, split_branches=split_branches,
-                     edge_blind=bool(_EDGE_BLIND.search(source)),
+                     edge_blind=edge_blind, edge_regex=edge_regex,
                      shape=shape_of(source, compiled.flags) if prefilter is not None and split is None else None,
                      split_shapes=split_shapes if split is not None else None)
 
