@@ -17,7 +17,8 @@ and that agrees with the original wherever the text already decides:
   ``(?:L|\\Z)`` (dropped altogether where its text is not in the buffer: a split delimiter's).
 * lazy and possessive repeats become greedy, atomic groups and conditionals plain groups (every branch allowed):
   they only add paths, and the lazy ones avoid a quirk of `regex`'s partial matching.
-* ``$`` and ``\\Z`` stay: true at the edge, they let an attempt go on to it.
+* ``$`` becomes ``(?:$|(?=.?\\Z.))``: its own value, or a partial match within a character of the edge (before a
+  final newline it holds; more text may end that). ``\\Z`` stays: true at the edge, it lets an attempt go on to it.
 * the whole is followed by ``\\Z`` and one more character: a path that ends before the edge fails, one that reaches
   it (or reads up to it) is partial, none is complete, so a partial search returns the leftmost position from which
   an attempt reaches the edge.
@@ -138,6 +139,9 @@ class _Reader:
         if char == "(":
             return self.group()
         self.i += 1
+        if char == "$":
+            # Before a final newline ``$`` holds, with more text it may not: partial within a character of the edge.
+            return f"(?:$|(?=[\\s\\S]?{_AT_EDGE}))"
         return char
 
     def escape(self) -> str:
