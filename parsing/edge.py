@@ -15,8 +15,11 @@ and that agrees with the original wherever the text already decides:
 * a lookahead ``L`` with body ``X`` becomes ``(?:L|(?=X'\\Z.))``: its own value, or, where an attempt of its body
   reaches the edge (``X'`` is ``X`` rewritten), a partial match, which more text could change. A lookbehind becomes
   ``(?:L|\\Z)`` (dropped altogether where its text is not in the buffer: a split delimiter's).
-* lazy and possessive repeats become greedy, atomic groups and conditionals plain groups (every branch allowed):
-  they only add paths, and the lazy ones avoid a quirk of `regex`'s partial matching.
+* in a pattern with a lookbehind, lazy repeats become greedy (the same paths, tried in another order; outside atomic
+  groups and possessive repeats, where the order decides what they commit to): this avoids the quirk above.
+  Conditionals become plain groups (every branch allowed). Atomic groups and possessive repeats stay: what they
+  commit to differs between the cut text and more text only where an assertion or a path reached the edge, and that
+  path is reported partial.
 * ``$`` becomes ``(?:$|(?=.?\\Z.))``: its own value, or a partial match within a character of the edge (before a
   final newline it holds; more text may end that). ``\\Z`` stays: true at the edge, it lets an attempt go on to it.
 * the whole is followed by ``\\Z`` and one more character: a path that ends before the edge fails, one that reaches
@@ -82,6 +85,8 @@ class _Reader:
         self.v1 = v1
         self.lookbehinds = lookbehinds
         self.verbose = verbose
+        # Lazy repeats become greedy: only needed (and done) in a pattern with a lookbehind (`regex`'s quirk).
+        self.greedy = "(?<" in source
 
     def skip(self) -> None:
         """In verbose mode: past whitespace and ``#`` comments."""
@@ -101,14 +106,25 @@ class _Reader:
                 out.append("|")
                 self.i += 1
                 continue
-            out.append(self.item())
+            start, greedy = self.i, self.greedy
+            item = self.item()
             self.skip()
-            out.append(self.quantifier())
+            quantifier = self.quantifier()
+            if quantifier.endswith("+") and len(quantifier) > 1 and greedy:
+                # Possessive: what it commits to must not change: the item again, its lazy repeats as they were.
+                self.i, self.greedy = start, False
+                item = self.item()
+                self.skip()
+                quantifier = self.quantifier()
+                self.greedy = greedy
+            out.append(item)
+            out.append(quantifier)
             self.skip()
         return "".join(out)
 
     def quantifier(self) -> str:
-        """A repeat after an item, lazy or possessive suffix dropped (greedy), or ''."""
+        """A repeat after an item, or ''; a lazy one made greedy (`greedy`: outside atomic groups and possessive
+        repeats, in a pattern with a lookbehind)."""
         s, i = self.s, self.i
         if i >= len(s):
             return ""
@@ -125,7 +141,9 @@ class _Reader:
         self.i = i
         self.skip()
         if self.i < len(s) and s[self.i] in "?+":
-            self.i += 1  # lazy / possessive: greedy
+            if s[self.i] == "+" or not self.greedy:
+                text += s[self.i]
+            self.i += 1
         return text
 
     def item(self) -> str:
@@ -180,9 +198,12 @@ class _Reader:
             if behind:
                 return f"(?:{own}|\\Z)" if self.lookbehinds else ""
             return f"(?:{own}|(?=(?:{inner}){_AT_EDGE}))"
-        if head == ">":
+        if head == ">":  # atomic: what it commits to must not change, its lazy repeats stay
+            greedy, self.greedy = self.greedy, False
             self.i = i + 3
-            return "(?:" + self.body()
+            text = "(?>" + self.body()
+            self.greedy = greedy
+            return text
         if head == "(":  # a conditional: every branch allowed
             self.i = i + 3
             if s[self.i] == "?":
