@@ -46,21 +46,24 @@ class _Unsupported(Exception):
 
 
 def edge_source(source: str, v1: bool = False, lookbehinds: bool = True, verbose: bool = False) -> str | None:
-    """The edge pattern of ``source`` (see the module docstring), or None for syntax this reader does not follow
-    (a verbose-mode group, malformed text). Fuzzy constraints are not read (``{e<=1}`` is copied as text).
+    """The edge pattern of ``source`` (see the module docstring), or None for syntax this reader does not follow:
+    back references and group calls (the rewrite copies groups, so their numbers change), a verbose-mode group
+    inside a pattern that is not verbose (or the reverse), malformed or too deeply nested text. Fuzzy constraints
+    are not read (``{e<=1}`` is copied as text: a fuzzy delimiter is held whole anyway).
 
     Args:
         source: a pattern for the `regex` module (DOTALL), without ``\\K``.
         v1: the pattern uses `regex`'s VERSION1 syntax (nested character sets).
         verbose: the whole pattern is in verbose mode (whitespace and ``#`` comments outside sets are dropped).
-        lookbehinds: keep positive lookbehinds (run on text that holds what they read); False drops them too.
+        lookbehinds: False: every lookbehind is taken as true (for a split delimiter, whose lookbehinds read text
+            before the buffer the pattern runs on).
     """
     reader = _Reader(source, v1, lookbehinds, verbose)
     try:
         body = reader.sequence()
         if reader.i != len(source):
             return None  # an unbalanced ")"
-    except (_Unsupported, IndexError):
+    except (_Unsupported, IndexError, RecursionError):
         return None
     return f"(?:{body}){_AT_EDGE}"
 
