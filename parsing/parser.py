@@ -28,7 +28,7 @@ from typing import Any, Callable
 from .budget import ParseContext, ValuesBudget
 from .content import parse_content, quick_parser, xml_inline_reader
 from .errors import BudgetExceededError, TemplateError, ValuesBudgetError
-from .scanner import Hit, ScanState, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
+from .scanner import Hit, ScanState, make_hit, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
 from .template import CompiledTemplate, FieldSpec, load_template
 from .tools import tool_parameters, type_tool_calls
 from .transform import transform_value
@@ -731,10 +731,9 @@ class ResponseParser:
                                      window if window >= 0 else None)
                 hold += scan_base - base
                 if hit is not None and scan_base != base:
-                    hit.start += scan_base - base
-                    hit.end += scan_base - base
-                    if self._spans:
-                        hit.text = buf[hit.start - scan_base + base:hit.end - scan_base + base]
+                    # (the hit's offsets are into history + buffer: into the buffer, and its text read now)
+                    hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base, hit.captures,
+                                    buf[hit.start:hit.end] if self._spans else None))
             if hit is not None:
                 if self._clock is not None:
                     self._clock.reset()  # a new search begins for every delimiter

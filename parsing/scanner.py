@@ -55,7 +55,9 @@ Positions are indexes into the buffer string handed in.
 from __future__ import annotations
 
 import re
+from collections import _tuplegetter  # namedtuple's field reader (C)
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterable
 
 from .budget import NO_LIMITS, ParseContext, ProbeGaveUp, SearchClock, as_context
@@ -230,19 +232,26 @@ def _rechecked(delim: Delimiter) -> bool:
     return delim.split is None and not delim.edge_blind
 
 
-@dataclass(slots=True)
-class Hit:
-    """A committable delimiter match: ``start``/``end`` in the buffer, and its named captures."""
+class Hit(tuple):
+    """A committable delimiter match: ``start``/``end`` in the buffer, and its named captures; ``text``: the matched
+    text, when the parser scanned a longer string than its buffer (else None). Built by `make_hit` from
+    ``(delim, start, end, captures, text)``: a tuple made by one C call (a class with an ``__init__`` costs a Python
+    frame per commit, about ten times as much); read by name."""
 
-    delim: Delimiter
-    start: int
-    end: int
-    captures: dict
-    text: str | None = None  # the matched text, when the parser scanned a longer string than its buffer
+    __slots__ = ()
+
+    delim: Delimiter = _tuplegetter(0, "The delimiter that matched.")
+    start: int = _tuplegetter(1, "Buffer index where the match starts.")
+    end: int = _tuplegetter(2, "Buffer index where the match ends.")
+    captures: dict = _tuplegetter(3, "Its named captures.")
+    text: str | None = _tuplegetter(4, "The matched text, when the parser scanned a longer string than its buffer.")
 
     @property
     def kind(self) -> str:
-        return self.delim.kind
+        return self[0].kind
+
+
+make_hit = partial(tuple.__new__, Hit)  # make_hit((delim, start, end, captures, text)) -> Hit
 
 
 @dataclass(frozen=True)
@@ -385,7 +394,7 @@ def literal_step(watch: WatchSet, buf: str, at: int, eos: bool) -> tuple[Hit | N
         key = (at - stop, OPEN_FIRST[delim.kind], delim.field)
         if best is None or key < best[0]:
             best = (key, delim, stop)
-    return Hit(best[1], at, best[2], {}), end
+    return make_hit((best[1], at, best[2], {}, None)), end
 
 
 def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, base: int, ctx: ParseContext,
@@ -458,7 +467,7 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                 best = (other, best[1], best[2], best[3])
         if best is not None:
             match = best[3]
-            return Hit(best[1], at, best[2], {} if match is None else match), end
+            return make_hit((best[1], at, best[2], {} if match is None else match, None)), end
         found = watch.finder.search(buf, at + 1)
         if found is None:
             clock.deferred = None
@@ -896,7 +905,7 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
             clock.checked = end + base  # a suffix-waiting deferral was just asked (`_may_match_at`)
         return None, hold
     _, delim, start, stop, match = best
-    return Hit(delim, start, stop, _captures(match)), hold
+    return make_hit((delim, start, stop, _captures(match), None)), hold
 
 
 def _captures(match) -> dict:
@@ -1054,7 +1063,7 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
     if best is None or best[2] >= hold:
         return None, hold
     _, delim, start, stop, match = best
-    return Hit(delim, start, stop, _captures(match)), hold
+    return make_hit((delim, start, stop, _captures(match), None)), hold
 
 
 def _decided(delim: Delimiter, buf: str, start: int, stop: int, ctx: ParseContext, clock: SearchClock,
