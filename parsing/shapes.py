@@ -72,6 +72,9 @@ class _Run:
     # tries the greedy end first and then, as the engine backtracks, each shorter end where that literal starts.
     back: str | None = None
     rest: tuple = ()  # with ``back``: the items after the run
+    # One character of the class, not a run (``rx`` matches it or nothing; ``least`` 1): only in a lookahead, where
+    # a run's rules read the same for it (it never reaches past one character, and never gives any back).
+    single: bool = False
 
 
 @dataclass(frozen=True)
@@ -420,7 +423,7 @@ def shape_of(source: str, flags: int) -> Shape | None:
             k = _last_group(alternative)
             if k != -1 and alternative.startswith("(?=", k) and _closing(alternative[k:]):
                 items = _sequence(alternative[:k], flags, True) if k else ()
-                ahead = tuple(_sequence(s, flags, False) for s in _expanded(alternative[k + 3:-1]))
+                ahead = tuple(_sequence(s, flags, False, single=True) for s in _expanded(alternative[k + 3:-1]))
                 branches.append((items, ahead))
             else:
                 branches.append((_sequence(alternative, flags, True), None))
@@ -454,7 +457,7 @@ def _item_key(item) -> tuple:
     """What an item matches, for comparing written-out alternatives (a run without what it gives back to)."""
     kind = type(item)
     if kind is _Run:
-        return (_Run, item.cls, item.least, item.name)
+        return (_Run, item.cls, item.least, item.name, item.single)
     return (kind, item)
 
 
@@ -658,12 +661,15 @@ def _class(text: str, i: int) -> tuple[str, int] | None:
     return None
 
 
-def _run(text: str, i: int, flags: int, name: str | None) -> tuple[_Run, int]:
-    """The run ``C*`` / ``C+`` at ``text[i]`` and the index after it."""
+def _run(text: str, i: int, flags: int, name: str | None, single: bool = False) -> tuple[_Run, int]:
+    """The run ``C*`` / ``C+`` at ``text[i]`` and the index after it; ``single``: or one character of the class,
+    ``C`` alone (`_Run.single`)."""
     found = _class(text, i)
     if found is None:
         raise _NotAShape("not a class")
     cls, i = found
+    if single and (i >= len(text) or text[i] not in "*+?{"):
+        return _Run(_run_matcher(cls, flags, "?"), 1, name, cls, single=True), i
     # A class must be repeated by * or + (nothing lazy or possessive after it).
     if i >= len(text) or text[i] not in "*+":
         raise _NotAShape("class without a run")
@@ -680,8 +686,9 @@ def _run(text: str, i: int, flags: int, name: str | None) -> tuple[_Run, int]:
 REGEX_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
-def _run_matcher(cls: str, flags: int):
-    """The compiled pattern matching the longest run of the class ``cls`` at a position: the standard library's
+def _run_matcher(cls: str, flags: int, repeat: str = "*"):
+    """The compiled pattern matching the longest run of the class ``cls`` at a position (``repeat`` ``?``: one
+    character of it, or nothing): the standard library's
     ``re`` (a call costs about half of `regex`'s) when the class reads the same there (plain characters, ranges and
     ``\\s`` written out as `REGEX_WHITESPACE`), else `regex` with the delimiter's flags (``\\w``, ``\\d``)."""
     negated, members = _class_parts(cls)
@@ -694,8 +701,8 @@ def _run_matcher(cls: str, flags: int):
         elif len(member) == 1:
             written.append(_set_char(member))
         else:  # \w, \d: their Unicode tables differ between the two engines
-            return regex.compile(f"(?:{cls})*", flags)
-    return re.compile(f"[{'^' if negated else ''}{''.join(written)}]*")
+            return regex.compile(f"(?:{cls}){repeat}", flags)
+    return re.compile(f"[{'^' if negated else ''}{''.join(written)}]{repeat}")
 
 
 def _set_char(char: str) -> str:
@@ -711,9 +718,10 @@ def _literal(text: str) -> str:
     return items[0]
 
 
-def _sequence(text: str, flags: int, named: bool, top: bool = True) -> tuple:
+def _sequence(text: str, flags: int, named: bool, top: bool = True, single: bool = False) -> tuple:
     """The items of one alternative (no ``|`` at its top level); ``named``: a run may be a named group; ``top``:
-    the text starts the alternative (where ``^`` may stand)."""
+    the text starts the alternative (where ``^`` may stand); ``single``: a class may stand alone (one character of
+    it, `_Run.single`: in a lookahead)."""
     items: list = []
     i = 0
     if named and top and text.startswith("^"):
@@ -762,7 +770,7 @@ def _sequence(text: str, flags: int, named: bool, top: bool = True) -> tuple:
             items.append(item)
             i = end + 1
         elif char == "\\" or char == "[":
-            item, i = _run(text, i, flags, None)
+            item, i = _run(text, i, flags, None, single)
             items.append(item)
         elif char in _SPECIAL:
             raise _NotAShape(char)

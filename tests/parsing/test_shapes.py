@@ -9,11 +9,12 @@ only continues that run or that literal.
 
 import copy
 import random
+import sys
 
 import pytest
 import regex
 
-from parsing.shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_RUN,
+from parsing.shapes import (_Run, FAIL, MATCH, PAUSE_BRANCH, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_RUN,
                             UNDECIDED, shape_of)
 
 pytestmark = pytest.mark.unit
@@ -109,6 +110,13 @@ def _pattern(rng: random.Random) -> str:
     (r"(?<=x)<a>", False),  # lookbehind
     (r"<a>\b", False),  # assertion
     (r"^\s*(?:<think>|(?=</think>))", True),
+    (r"^\s*<think>|^(?=\s*[^\s<])", True),  # deepseek-r1: one character of a class in a lookahead
+    (r"<a>(?=[^<])", True),
+    (r"<a>[^<]", False),  # ... not in consumed text
+    (r"<a>(?=[ab]b)", False),  # ... nor before a literal it takes
+    (r"<a>(?=[ab][bc])", False),
+    (r"<a>(?=[ab]?)", False),
+    (r"<a>(?=[ab]{2})", False),
     (r"<a>|^", True),
     (r"<a>^", False),  # ^ not first
     (r"(?m)^<a>", False),
@@ -248,6 +256,42 @@ def test_decisions_agree_with_the_regex_engine():
     assert edge_runs > 100 and cut_literals > 100 and cut_ahead > 20 and resumed > 1000, (
         edge_runs, cut_literals, cut_ahead, resumed)
     assert {"ahead", "item"} <= resumed_kinds, resumed_kinds
+
+
+# One character of a class standing alone (`parsing.shapes._Run.single`; a shape in a lookahead only).
+SINGLES = ["[^\\s<]", "\\d", "[a<]", "[^>]", "\\w", "\\s"]
+
+
+_PLAIN_PATTERN = _pattern
+
+
+def _pattern_with_singles(rng: random.Random) -> str:
+    """`_pattern`, with a class standing alone after the last item of every lookahead's sequences."""
+    pattern = _PLAIN_PATTERN(rng)
+    return regex.sub(r"\(\?=(.*?)\)$", lambda m: "(?=" + "|".join(
+        part + rng.choice(SINGLES) for part in m.group(1).split("|")) + ")", pattern) if rng.random() < 0.5 else pattern
+
+
+def test_one_character_of_a_class_decides_as_the_regex_engine(monkeypatch):
+    """deepseek-r1's reasoning open ``^(?=\\s*[^\\s<])``: the two random checks above, with a class standing alone
+    at the end of lookaheads: decisions as the regex engine's, resumed from their pauses as from the start, and
+    compiled as walked."""
+    monkeypatch.setattr(sys.modules[__name__], "_pattern", _pattern_with_singles)
+    test_decisions_agree_with_the_regex_engine()
+    rng = random.Random(1417)
+    singles = 0
+    while singles < 300:
+        source = _pattern_with_singles(rng)
+        shape = shape_of(source, FLAGS)
+        if shape is None or shape.compiled is None or not any(
+                type(item) is _Run and item.single for _, ahead in shape.branches for sequence in ahead or ()
+                for item in sequence):
+            continue
+        singles += 1
+        for _ in range(4):
+            text, at = _text_with_a_piece_of(source, rng)
+            for eos in (False, True):
+                assert shape.decide(text, at, eos) == shape.walk(text, at, eos), (source, text, at)
 
 
 def test_a_pause_inside_a_run_that_gives_characters_back_walks_the_branch_again():
