@@ -656,39 +656,10 @@ class ResponseParser:
             watch = watches[self._current]
             buf = self._buf
             pos = self._pos - base
-            finder = watch.finder
-            if first is not None:
-                found, first, settled, held = first, None, True, False
-            else:
-                found = None
-                settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
-                if settled:
-                    # One search of the state's literals first: most of the time it settles the scan alone.
-                    found = finder.search(buf, pos)
-                # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
-                # and would hold again: hold from there, no regex.
-                held = found is not None and not eos and not as_reference and (
-                    found.group() not in watch.literal_set
-                    or self._clock is not None and self._clock.deferred is not None
-                    and self._clock.still_deferred(buf, found.start(), base, ctx))
-            if settled and found is None:
-                hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
-            elif held:
-                hit, hold = None, found.start()
-            elif not watch.delimiters:
-                hit, hold = None, len(buf)
-            elif found is not None and watch.literal_owners is not None and not as_reference \
-                    and found.group() in watch.literal_set:
-                hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
-            elif found is None and not pos and watch.start_steps and not as_reference and not eos \
-                    and self._clock is not None and self._clock.deferred is not None \
-                    and self._clock.still_deferred(buf, 0, base, ctx):
-                hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
-            elif (found is not None or not pos and buf and watch.start_steps and not eos) and watch.steps \
-                    and not as_reference:
-                # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of them
-                # shapes), from index 0 itself, once there is text there: a zero-width match at the end of the text
-                # never fires (the reference stops there), so an empty buffer goes to scan(), which holds it.
+            if first is not None and watch.literal_owners is None and watch.steps:
+                # `feed`'s held path found a whole literal at ``pos`` that no deferral holds, in a state of literals
+                # and shapes: the `shape_step` branch below, without the tests that lead there.
+                found, first = first, None
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()
@@ -699,41 +670,88 @@ class ResponseParser:
                         history[:] = ["".join(history)]
                     before = history[0]
                 window = self._state_start - base
-                if found is not None:
-                    hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
-                                           window if window >= 0 else None, found.group())
-                else:
-                    hit, hold = shape_step(watch, buf, 0, eos, clock, base, ctx, before, window if window >= 0 else None)
+                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                       window if window >= 0 else None, found.group())
             else:
-                clock = self._clock
-                if clock is None:
-                    clock = self._clock = ScanState()
-                scan_base = base
-                before = ""
-                if (watch.history_any if as_reference else watch.history) and self._history_len:
-                    # A lookbehind here may read back to the start of the stream: scan the whole stream.
-                    history = self._history
-                    if len(history) > 1:
-                        history[:] = ["".join(history)]
-                    buf = history[0] + buf
-                    pos += self._history_len
-                    scan_base = base - self._history_len
-                if as_reference:
-                    hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock)
+                finder = watch.finder
+                if first is not None:
+                    found, first, settled, held = first, None, True, False
                 else:
-                    if self._history_len and scan_base == base:
+                    found = None
+                    settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
+                    if settled:
+                        # One search of the state's literals first: most of the time it settles the scan alone.
+                        found = finder.search(buf, pos)
+                    # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
+                    # and would hold again: hold from there, no regex.
+                    held = found is not None and not eos and not as_reference and (
+                        found.group() not in watch.literal_set
+                        or self._clock is not None and self._clock.deferred is not None
+                        and self._clock.still_deferred(buf, found.start(), base, ctx))
+                if settled and found is None:
+                    hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
+                elif held:
+                    hit, hold = None, found.start()
+                elif not watch.delimiters:
+                    hit, hold = None, len(buf)
+                elif found is not None and watch.literal_owners is not None and not as_reference \
+                        and found.group() in watch.literal_set:
+                    hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
+                elif found is None and not pos and watch.start_steps and not as_reference and not eos \
+                        and self._clock is not None and self._clock.deferred is not None \
+                        and self._clock.still_deferred(buf, 0, base, ctx):
+                    hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
+                elif (found is not None or not pos and buf and watch.start_steps and not eos) and watch.steps \
+                        and not as_reference:
+                    # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of them
+                    # shapes), from index 0 itself, once there is text there: a zero-width match at the end of the text
+                    # never fires (the reference stops there), so an empty buffer goes to scan(), which holds it.
+                    clock = self._clock
+                    if clock is None:
+                        clock = self._clock = ScanState()
+                    before = ""
+                    if self._history_len:  # for the lookbehinds of split delimiters
                         history = self._history
                         if len(history) > 1:
                             history[:] = ["".join(history)]
-                        before = history[0]  # for the lookbehinds of split delimiters
-                    window = self._state_start - scan_base
-                    hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
-                                     window if window >= 0 else None)
-                hold += scan_base - base
-                if hit is not None and scan_base != base:
-                    # (the hit's offsets are into history + buffer: into the buffer, and its text read now)
-                    hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base, hit.captures,
-                                    buf[hit.start:hit.end] if self._spans else None))
+                        before = history[0]
+                    window = self._state_start - base
+                    if found is not None:
+                        hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                               window if window >= 0 else None, found.group())
+                    else:
+                        hit, hold = shape_step(watch, buf, 0, eos, clock, base, ctx, before,
+                                               window if window >= 0 else None)
+                else:
+                    clock = self._clock
+                    if clock is None:
+                        clock = self._clock = ScanState()
+                    scan_base = base
+                    before = ""
+                    if (watch.history_any if as_reference else watch.history) and self._history_len:
+                        # A lookbehind here may read back to the start of the stream: scan the whole stream.
+                        history = self._history
+                        if len(history) > 1:
+                            history[:] = ["".join(history)]
+                        buf = history[0] + buf
+                        pos += self._history_len
+                        scan_base = base - self._history_len
+                    if as_reference:
+                        hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock)
+                    else:
+                        if self._history_len and scan_base == base:
+                            history = self._history
+                            if len(history) > 1:
+                                history[:] = ["".join(history)]
+                            before = history[0]  # for the lookbehinds of split delimiters
+                        window = self._state_start - scan_base
+                        hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
+                                         window if window >= 0 else None)
+                    hold += scan_base - base
+                    if hit is not None and scan_base != base:
+                        # (the hit's offsets are into history + buffer: into the buffer, and its text read now)
+                        hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base,
+                                        hit.captures, buf[hit.start:hit.end] if self._spans else None))
             if hit is not None:
                 if self._clock is not None:
                     self._clock.reset()  # a new search begins for every delimiter
