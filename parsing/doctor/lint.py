@@ -60,6 +60,7 @@ from __future__ import annotations
 import difflib
 import json
 import re as _stdlib_re
+import re._parser as _re_parser  # the stdlib's regex syntax tree (widths of a pattern's trailing parts)
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -819,6 +820,71 @@ def _check_search_start(spec: dict, delims: list[_Delim]) -> list[LintWarning]:
     return out
 
 
+def _tail_spans(items) -> bool:
+    """True if the trailing items of a parsed pattern (`re._parser` nodes, last item last) can grow a match by
+    several characters at once: an optional or repeated part whose one pass reads two or more characters, reached
+    from the end through parts that may match nothing. A one-character repeat (``\\s*``) cannot: the next
+    character is either taken or not, so a match that stops before the edge is final."""
+    for op, av in reversed(list(items)):
+        name = str(op)
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue  # zero width: never part of what a longer match adds
+        if name in ("MAX_REPEAT", "POSSESSIVE_REPEAT"):
+            lo, hi, body = av
+            if lo < hi and body.getwidth()[1] >= 2:
+                return True
+            if _tail_spans(body.data) and hi != 0:
+                return True
+            if lo > 0 and body.getwidth()[0] > 0:
+                return False
+            continue
+        if name == "MIN_REPEAT":  # lazy: the match takes its minimum, in one shot as in a stream
+            lo, _hi, body = av
+            if lo > 0 and body.getwidth()[0] > 0:
+                return False
+            continue
+        if name == "SUBPATTERN":
+            body = av[-1]
+            if _tail_spans(body.data):
+                return True
+            if body.getwidth()[0] > 0:
+                return False
+            continue
+        if name == "BRANCH":
+            branches = av[1]
+            if any(_tail_spans(b.data) for b in branches):
+                return True
+            if min(b.getwidth()[0] for b in branches) > 0:
+                return False
+            continue
+        return False  # a character (class) or anything else that reads text: the match ends here
+    return False
+
+
+def _check_optional_tail(delims: list[_Delim]) -> list[LintWarning]:
+    out = []
+    for d in delims:
+        if d.literal is not None:
+            continue
+        try:
+            tree = _re_parser.parse(d.compiled.source)
+        except Exception:  # regex-module-only syntax: not analysed
+            continue
+        if not _tail_spans(tree.data):
+            continue
+        out.append(LintWarning(
+            "optional-tail", d.path,
+            f"The {d.kind} pattern {d.shown} ends in an optional or repeated part that spans several characters. "
+            f"transformers' streaming parser commits a match that stops before the end of the text received, so "
+            f"when a chunk boundary falls inside that part (a tokenizer that splits the marker, or one-character "
+            f"chunks) it takes the shorter match and the rest of the tail goes to the next region (e.g. into "
+            f"content). Its one-shot parse and our engine are not affected.",
+            f"Give the tail its own field (a field whose empty value is dropped) or make it required, so that "
+            f"every match of the {d.kind} ends where the {d.kind} ends.",
+        ))
+    return out
+
+
 def _check_anchor(compiled: CompiledTemplate, prompt: str, suffix_start: int) -> list[LintWarning]:
     pattern = compiled.start_anchor.regex  # literals: the escaped alternation, longest first, as the parser uses
     path = "start_anchor" if compiled.start_anchor.literals is not None else "start_anchor_pattern"
@@ -896,7 +962,8 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     Returns:
         a `LintReport`: the warnings (severity ``error``, then ``warning``, then ``info``; within each, check order:
         wrong JSON types, reasoning name, overwrite, delimiter prefixes, missing close, transform variables,
-        content_args (regexes, key names), typed tool-call arguments, close in JSON, empty matches, \\G, start anchor) and the compatibility
+        content_args (regexes, key names), typed tool-call arguments, close in JSON, empty matches, \\G, optional tails,
+        start anchor) and the compatibility
         section.
 
     Raises:
@@ -919,6 +986,7 @@ def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[
     warnings += _check_close_in_json(spec, delims)
     warnings += _check_empty_match(compiled, delims)
     warnings += _check_search_start(spec, delims)
+    warnings += _check_optional_tail(delims)
     gp = generation_prompt_text
     if gp is None and tokenizer is not None:
         try:

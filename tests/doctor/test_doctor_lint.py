@@ -662,3 +662,55 @@ def test_typed_tool_arguments_quiet_when_values_stay_text_or_are_no_arguments():
     # a JSON call body is the model's own typing ({"zip": 12345} is what it wrote): not this warning
     json_calls = clean()
     assert "typed-tool-arguments" not in lint(json_calls).codes
+
+
+# ---- optional-tail
+
+
+def _reference_streamed(spec, text, size):
+    from transformers.utils import chat_parsing as reference
+
+    from parsing.streams import feed_all, fixed_chunks
+    message, _events = feed_all(reference.ResponseParser(copy.deepcopy(spec), ""), fixed_chunks(text, size))
+    return message
+
+
+def test_optional_tail_triggers_on_a_close_whose_tail_spans_several_characters_and_the_fault_is_real():
+    spec = clean(tool_calls=dict(TOOL, close_pattern=r"</tool_call>\s*(?:</calls>)?", close=None))
+    del spec["fields"]["tool_calls"]["close"]
+    [w] = only(spec, "optional-tail")
+    assert w.path == "fields.tool_calls.close_pattern" and "streaming" in w.message and "own field" in w.fix
+    # The warning is right: transformers' streaming parser, fed 1-character chunks, leaks the tail into content,
+    # while its one-shot parse (and our engine streamed the same way) keep it out.
+    from transformers.utils import chat_parsing as reference
+    text = 'Hi<tool_call>{"name": "f", "arguments": {}}</tool_call>\n</calls>'
+    one_shot = reference.parse_response(text, copy.deepcopy(spec), prefix="")
+    assert "</calls>" not in one_shot["content"]
+    assert "</calls>" in _reference_streamed(spec, text, 1)["content"]
+    from parsing.streams import feed_all, fixed_chunks
+    ours, _ = feed_all(parsing.ResponseParser(spec, ""), fixed_chunks(text, 1))
+    assert ours == one_shot
+
+
+@pytest.mark.parametrize("pattern", [
+    r"</g>(?:</w>)*", r"(?:</g>|</h>)(?:\n</w>)?\s*", r"</g>(?:ab|c)+", r"(?:</g>(?:</w>)?|</h>)",
+])
+def test_optional_tail_triggers_on_repeats_branches_and_trailing_blanks(pattern):
+    spec = clean(g={"open": "<g>", "close_pattern": pattern, "repeats": True})
+    assert [w.path for w in only(spec, "optional-tail")] == ["fields.g.close_pattern"]
+
+
+@pytest.mark.parametrize("pattern", [
+    r"</g>\s*", r"</g>\n?", r"(?:</g>|</h>)", r"</g>(?:</w>)??", r"</g>(?=\n)", r"</g>(?:</w>)?x", r"</g>[ab]*$",
+])
+def test_optional_tail_quiet_for_one_character_tails_lazy_and_required_ends(pattern):
+    spec = clean(g={"open": "<g>", "close_pattern": pattern, "repeats": True})
+    assert only(spec, "optional-tail") == []
+    assert only(CLEAN, "optional-tail") == []
+
+
+def test_optional_tail_quiet_pattern_really_streams_as_one_shot_in_the_reference():
+    spec = clean(g={"open": "<g>", "close_pattern": r"</g>\s*", "repeats": True})
+    text = "a<g>x</g>\n\nb"
+    from transformers.utils import chat_parsing as reference
+    assert _reference_streamed(spec, text, 1) == reference.parse_response(text, copy.deepcopy(spec), prefix="")
