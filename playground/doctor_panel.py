@@ -34,7 +34,7 @@ from . import offload, probe_panel
 from .export import fresh_export_dir
 from .jsonsize import json_head
 from .limits import SERVER_HINT
-from .render import escape
+from .render import escape, escape_text
 from .state import model_in_use
 
 SUITE_COMMAND = "python -m parsing check template.json cases.jsonl"  # the Doctor's checks and suites, locally
@@ -67,7 +67,7 @@ def _badge(kind: str, text: str | None = None) -> str:
 
 
 def _note(text: str, kind: str = "info") -> str:
-    return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape(text)}</div>'
+    return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape_text(text)}</div>'
 
 
 # An export name: one plain file name (the suffixes .json / .cases.jsonl are added).

@@ -24,7 +24,7 @@ import gradio as gr
 
 from . import offload
 from .icons import icon
-from .render import escape
+from .render import escape, escape_text
 from .state import model_in_use
 
 __all__ = ["DraftParts", "draft_button", "draft_layout", "wire_draft_panel", "draft_html", "excerpt_html",
@@ -195,7 +195,7 @@ def draft_layout(open_btn: Any) -> DraftParts:
 
 
 def _note(text: str, kind: str = "info") -> str:
-    return f'<div class="draft-note draft-note-{escape(kind)}">{escape(text)}</div>'
+    return f'<div class="draft-note draft-note-{escape(kind)}">{escape_text(text)}</div>'
 
 
 def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:

@@ -14,6 +14,7 @@ import colorsys
 import hashlib
 import html
 import json
+import re
 from typing import Any
 
 from parsing import locate_json_path
@@ -116,6 +117,15 @@ def escape(s: Any) -> str:
     """The playground's one escaping rule for text put into HTML: ``str(s)`` with bidi controls made visible
     (`show_bidi`) and ``& < > " '`` escaped, so neither markup nor direction overrides reach the page."""
     return html.escape(show_bidi(str(s)), quote=True)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def escape_text(s: Any) -> str:
+    """`escape` for a message written with Markdown code spans (``use `python -m parsing lint` ``): escaped, then
+    each backtick span shown as ``<code>``, so notes never show raw backticks."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escape(s))
 
 
 _WHITESPACE_MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤", " ": "␣"}  # glyphs common fonts (DejaVu too) have
