@@ -70,6 +70,17 @@ def _note(text: str, kind: str = "info") -> str:
     return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape_text(text)}</div>'
 
 
+def _no_run_yet(sess: Any, then: str, need_output: bool = False) -> str | None:
+    """Why the current run cannot be used yet (a stream still going, or none at all), ``then`` naming what the
+    user does after; None when a finished run is there (with ``need_output``, one that has output)."""
+    if getattr(sess, "running", False):
+        return f"A run is still streaming: wait for it to finish (or press Stop), then {then}."
+    run = getattr(sess, "run", None)
+    if run is None or (need_output and not run.chunks):
+        return f"No run yet: chat with the model, paste an output or replay an example first, then {then}."
+    return None
+
+
 # An export name: one plain file name (the suffixes .json / .cases.jsonl are added).
 _PLAIN_NAME = re.compile(r"[^\W.][\w. -]*")
 _TABLE = 'style="border-collapse:collapse;width:100%;font-size:0.9em"'
@@ -364,9 +375,10 @@ def build_doctor_panel(ctx: Any) -> None:
             return _problem(exc)
 
     def do_checks(tpl_text, sess, chunkings):
-        run = getattr(sess, "run", None)
-        if run is None or not run.chunks:
-            return _note("No run yet: chat with the model, paste an output or replay an example first.")
+        waiting = _no_run_yet(sess, "check it", need_output=True)
+        if waiting:
+            return _note(waiting)
+        run = sess.run
         try:
             n = max(0, min(50, int(chunkings or 0)))
             parsing.loads_template(tpl_text)
@@ -391,9 +403,10 @@ def build_doctor_panel(ctx: Any) -> None:
             return _problem(exc)
 
     def do_fill(tpl_text, sess):
-        run = getattr(sess, "run", None)
-        if run is None:
-            return gr.skip(), _note("No run yet.", "error")
+        waiting = _no_run_yet(sess, "fill in its message")
+        if waiting:
+            return gr.skip(), _note(waiting, "error")
+        run = sess.run
         try:
             case = case_from_run(run, tpl_text)
             return json.dumps(case["expected"], ensure_ascii=False, indent=2), ""
@@ -401,9 +414,10 @@ def build_doctor_panel(ctx: Any) -> None:
             return gr.skip(), _problem(exc)
 
     def do_save(tpl_text, sess, expected_text, name, suite_text):
-        run = getattr(sess, "run", None)
-        if run is None:
-            return gr.skip(), _note("No run yet: there is nothing to save.", "error")
+        waiting = _no_run_yet(sess, "save it")
+        if waiting:
+            return gr.skip(), _note(waiting, "error")
+        run = sess.run
         try:
             case = case_from_run(run, tpl_text, expected_text, name)
             text = append_case_text(suite_text, case)
