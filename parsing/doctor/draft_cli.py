@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,20 @@ def read_special_tokens(folder: Path) -> dict:
     return out
 
 
+# jinja2's UndefinedError text for a name the template reads but nobody passed.
+_UNDEFINED_TOKEN = re.compile(r"'(\w*_token)' is undefined")
+
+
+def _token_hint(error: str, special: dict | None) -> str:
+    """A hint for an error from a special token (``bos_token``, ``eos_token``) the chat template reads but that
+    was not given: the tokens come from a saved tokenizer folder. ``""`` when it does not apply."""
+    m = _UNDEFINED_TOKEN.search(error)
+    if m is None or special:
+        return ""
+    return (f"\nThe chat template reads the special token {m.group(1)}: pass --special-tokens TOKENIZER_FOLDER "
+            f"(the model's saved tokenizer) with the template, or --tokenizer TOKENIZER_FOLDER instead of it.")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the ``draft`` subcommand; returns the exit status."""
     from .draft import DraftError, draft_template
@@ -105,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     except DraftError as exc:
-        print(f"error: the chat template cannot be analysed: {exc}", file=sys.stderr)
+        print(f"error: the chat template cannot be analysed: {exc}{_token_hint(str(exc), special)}", file=sys.stderr)
         return EXIT_UNUSABLE
     out = draft.to_dict() if args.report else draft.template
     print(json.dumps(out, ensure_ascii=False, indent=2))

@@ -83,3 +83,26 @@ def test_tokenizer_folder_without_chat_template(tmp_path, capsys):
     (tmp_path / "tokenizer_config.json").write_text("{}", encoding="utf-8")
     assert main(["draft", "--tokenizer", str(tmp_path)]) == 2
     assert "has no chat_template" in capsys.readouterr().err
+
+
+def test_a_chat_template_reading_bos_token_names_the_option_that_supplies_it(tmp_path, capsys):
+    jinja = tmp_path / "ct.jinja"
+    jinja.write_text(examples.load_family("deepseek_r1").chat_template(), encoding="utf-8")
+    assert main(["draft", str(jinja)]) == 2
+    err = capsys.readouterr().err
+    assert "'bos_token' is undefined" in err
+    assert "--special-tokens TOKENIZER_FOLDER" in err and "--tokenizer TOKENIZER_FOLDER" in err
+    # the hint is right: with the tokenizer's special tokens the same file drafts
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}), encoding="utf-8")
+    assert main(["draft", str(jinja), "--special-tokens", str(folder)]) == 0
+    capsys.readouterr()
+
+
+def test_an_undefined_name_that_is_no_token_gets_no_token_hint(tmp_path, capsys):
+    jinja = tmp_path / "ct.jinja"
+    jinja.write_text("{{ missing_thing.x }}{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
+    assert main(["draft", str(jinja)]) == 2
+    assert "--special-tokens" not in capsys.readouterr().err
