@@ -236,18 +236,21 @@ def wire_draft_panel(parts: DraftParts, ctx: Any) -> None:
                 draft_html(d), text, gr.update(interactive=True))
 
     def on_use(drafted: str):
+        # Used: the panel (evidence some thousand pixels tall) closes, so the editor it fills is in view again.
         if not (drafted or "").strip():
-            return gr.skip(), _note("Draft first.", "error")
+            return gr.skip(), _note("Draft first.", "error"), gr.skip()
         if ctx.template_offer is None:
-            return drafted, _note("The draft is in the editor.", "ok")
+            return drafted, _note("The draft is in the editor.", "ok"), gr.update(visible=False)
         offer = {"text": drafted, "kind": "draft", "name": "", "label": "the drafted template"}
-        return offer, _note("The draft goes in the editor (if you have edits there, the page asks first).", "ok")
+        return (offer, _note("The draft goes in the editor (if you have edits there, the page asks first).", "ok"),
+                gr.update(visible=False))
 
     parts.open_btn.click(on_open, [ctx.model_box, ctx.session], [parts.panel, parts.chat_template, state_special,
                                                                  parts.note])
     parts.run_btn.click(on_draft, [parts.chat_template, state_special],
                         [parts.note, parts.report, parts.drafted, parts.use_btn])
-    use = parts.use_btn.click(on_use, [parts.drafted], [ctx.template_offer or ctx.template, parts.note])
+    use = parts.use_btn.click(on_use, [parts.drafted], [ctx.template_offer or ctx.template, parts.note,
+                                                       parts.panel])
     if ctx.after_offer is not None:
         ctx.after_offer(use)  # the page offers it to the editor: applied, or a confirmation when edits would go
     parts.close_btn.click(lambda: gr.update(visible=False), None, [parts.panel])

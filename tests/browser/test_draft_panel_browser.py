@@ -14,9 +14,11 @@ from conftest import open_app
 from contrast import assert_readable
 
 
+_EDITOR_TEXT = "() => Array.from(document.querySelectorAll('#template .cm-line')).map(l => l.textContent).join('\\n')"
+
+
 def editor_json(page):
-    return json.loads(page.evaluate(
-        "() => Array.from(document.querySelectorAll('#template .cm-line')).map(l => l.textContent).join('\\n')"))
+    return json.loads(page.evaluate(_EDITOR_TEXT))
 
 
 def set_code(page, elem_id, text):
@@ -60,9 +62,14 @@ def test_draft_shows_evidence_then_replaces_the_editor(browser, app_url, scheme)
     assert_readable(page, ["#draft-panel"], min_checked=20)  # WCAG AA text contrast in this scheme
     assert editor_json(page) == before  # nothing changed yet
 
+    before_text = page.evaluate(_EDITOR_TEXT)
     page.click("#draft-use")
-    page.wait_for_function("document.querySelector('#draft-note').innerText.includes('in the editor')", timeout=30000)
+    # used: the panel closes (its evidence is thousands of pixels tall) and the editor, filled, is in view
+    page.wait_for_selector("#draft-panel", state="hidden", timeout=30000)
+    page.wait_for_function(f"(before) => ({_EDITOR_TEXT})() !== before", arg=before_text, timeout=30000)
     drafted = editor_json(page)
+    top = page.evaluate("() => document.querySelector('#template').getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"], top
     assert drafted["start_anchor"] == "<|im_start|>assistant\n"
     assert set(drafted["fields"]) == {"reasoning_content", "tool_calls", "content"}
     ctx.close()
