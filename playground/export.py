@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import parsing
+from parsing.doctor.lint import start_anchor_warnings
 from parsing.hf import RoundTripError, save_template_to_tokenizer
 
 
@@ -60,12 +61,15 @@ def fresh_export_dir(prefix: str = "export-") -> Path:
 @dataclass
 class ExportResult:
     """``folder``: the saved tokenizer folder; ``zip_path``: a zip of it; ``roundtrip_ok``: whether
-    reloading the folder gave back the same ``response_template``; ``message``: a readable summary."""
+    reloading the folder gave back the same ``response_template``; ``message``: a readable summary;
+    ``warning``: what will go wrong with this model although the export worked (``""`` if nothing): the start
+    anchor never occurs in the generation prompt its chat template renders."""
 
     folder: Path
     zip_path: Path
     roundtrip_ok: bool
     message: str
+    warning: str = ""
 
 
 def export_template(tokenizer, template_text: str, base_dir: str | Path | None = None,
@@ -92,4 +96,5 @@ def export_template(tokenizer, template_text: str, base_dir: str | Path | None =
         ok = False
         msg = "Saved, but reloading gave a different response_template: " + json.dumps(exc.reloaded)[:300]
     zip_path = Path(shutil.make_archive(str(base / name), "zip", root_dir=folder))
-    return ExportResult(folder=folder, zip_path=zip_path, roundtrip_ok=ok, message=msg)
+    warning = " ".join(f"Warning: {w.message} {w.fix}" for w in start_anchor_warnings(spec, tokenizer))
+    return ExportResult(folder=folder, zip_path=zip_path, roundtrip_ok=ok, message=msg, warning=warning)

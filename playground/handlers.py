@@ -705,12 +705,13 @@ def _replay(sess: Session, run: Run, page: PageConfig, label: str, session_hash:
 @dataclass
 class ExportOutcome:
     """What an export produced: ``ok`` (round trip passed), ``message``, ``file_name`` (the zip's name, shown
-    instead of any server path), ``zip_path`` (served for download; None when the export failed)."""
+    instead of any server path), ``zip_path`` (served for download; None when the export failed), ``warning``."""
 
     ok: bool
     message: str
     file_name: str = ""
     zip_path: str | None = None
+    warning: str = ""  # the export worked, but the template does not fit the model (`ExportResult.warning`)
 
 
 def export(sess: Session, editor_text: str | None, page: PageConfig) -> tuple[Session, ExportOutcome]:
@@ -720,8 +721,9 @@ def export(sess: Session, editor_text: str | None, page: PageConfig) -> tuple[Se
     name = sess.model_id or page.default_model
     lm = remote_panel.tokenizer_or_model(name, page.trust_remote_code)
     res = export_template(lm.tokenizer, sess.template_text, fresh_export_dir())
-    out = ExportOutcome(res.roundtrip_ok, res.message, res.zip_path.name, str(res.zip_path))
-    sess.say(res.message, "ok" if res.roundtrip_ok else "error", "export")
+    out = ExportOutcome(res.roundtrip_ok, res.message, res.zip_path.name, str(res.zip_path), res.warning)
+    said = f"{res.message} {res.warning}" if res.warning else res.message
+    sess.say(said, "error" if not res.roundtrip_ok else "info" if res.warning else "ok", "export")
     return sess, out
 
 

@@ -391,8 +391,10 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     # export (its own outputs besides the views)
     def export(sess, editor):
         sess, res = handlers.export(sess, editor, page)
-        shown = (f'<div class="status status-{"ok" if res.ok else "error"}" id="export-result">'
-                 f'{icon("ok" if res.ok else "error")} {render.escape(res.message)}<br>File: '
+        kind = "error" if not res.ok else "warning" if res.warning else "ok"
+        warned = f'<br><span class="export-warning">{render.escape(res.warning)}</span>' if res.warning else ""
+        shown = (f'<div class="status status-{kind}" id="export-result">'
+                 f'{icon(kind)} {render.escape(res.message)}{warned}<br>File: '
                  f'<code>{render.escape(res.file_name)}</code></div>'
                  if res.zip_path else render.status_html(res.message, "error"))
         download = gr.update(value=res.zip_path, visible=True) if res.zip_path else gr.update(visible=False)

@@ -74,7 +74,7 @@ from .compat import VLLM_REASONING_KEY, Compatibility, compatibility
 from .probe_cases import BALANCED_JSON
 from .schema import wrong_types
 
-__all__ = ["LintReport", "LintWarning", "SEVERITIES", "lint"]
+__all__ = ["LintReport", "LintWarning", "SEVERITIES", "lint", "start_anchor_warnings"]
 
 #: Lint severities, most severe first; ``python -m parsing lint`` exits 1 on an error or a warning.
 SEVERITIES = ("error", "warning", "info")
@@ -944,6 +944,22 @@ def _prefilled_open_start(compiled: CompiledTemplate, generation: str) -> int:
 
 
 # --------------------------------------------------------------------------- public API
+
+
+def start_anchor_warnings(template: Any, tokenizer: Any) -> list[LintWarning]:
+    """Lint's start-anchor check alone (``anchor-not-in-generation-prompt``): whether the template's start anchor
+    occurs in the generation prompt `tokenizer`'s chat template renders (`generation_prompt`). Cheap: one
+    rendering and one search, for callers such as the playground's export that need only this.
+
+    Returns an empty list when the anchor is there, or when the chat template cannot render (nothing to check;
+    `lint` reports that case as an ``info``). Raises `parsing.TemplateError` for a template that does not load.
+    """
+    compiled = load_template(template)
+    try:
+        prompt, start = generation_prompt(tokenizer)
+    except Exception:  # noqa: BLE001 - a chat template can raise anything; no prompt, nothing to check
+        return []
+    return _check_anchor(compiled, prompt, start)
 
 
 def lint(template: Any, *, tokenizer: Any = None, generation_prompt_text: tuple[str, int] | str | None = None,
