@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from parsing import locate_json_path
-from parsing.doctor.schema import wrong_types
+from parsing.doctor.schema import duplicate_keys, wrong_types
 
 from .icons import icon
 from .jsonsize import json_head, json_size
@@ -552,6 +552,10 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
                          f'{icon("warning")} {escape(w.message)}</div>')
             if line:
                 marks.append(f"#template .cm-content > .cm-line:nth-child({int(line)})")
+        for path, key in duplicate_keys(text) if text else []:
+            warns.append(f'<div class="tpl-warn tpl-dup" data-path="{escape(path)}">{icon("info")} '
+                         f'{escape(path)}: the key "{escape(key)}" is written more than once in one object; only '
+                         f'the last one counts (JSON keeps the last value, as transformers does).</div>')
         style = (f"<style>{','.join(marks)}{{background:var(--tpl-warn-line)}}</style>" if marks else "")
         if hints is None:
             hints = field_name_hints(text) if text else []

@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-__all__ = ["TEMPLATE_SCHEMA", "TypeProblem", "wrong_types"]
+__all__ = ["TEMPLATE_SCHEMA", "TypeProblem", "duplicate_keys", "wrong_types"]
 
 _STRINGS = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 _CONTENT_ARGS = {
@@ -167,3 +167,45 @@ def _order(spec: dict, path: str) -> tuple:
         else:
             key.append(0)
     return tuple(key)
+
+
+class _Pairs(dict):
+    """A JSON object as `json.loads` keeps it (the last of duplicated keys wins), with the keys that came twice."""
+
+    duplicated: tuple = ()
+
+
+def _pairs_hook(pairs: list) -> _Pairs:
+    obj = _Pairs(pairs)
+    seen: set = set()
+    dups = []
+    for key, _value in pairs:
+        if key in seen and key not in dups:
+            dups.append(key)
+        seen.add(key)
+    obj.duplicated = tuple(dups)
+    return obj
+
+
+def duplicate_keys(text: str) -> list[tuple[str, str]]:
+    """``(path, key)`` for every key written more than once in one object of the JSON ``text``: the JSON path
+    (this module's dotted style, ``fields.content``) and the key, objects in document order. `json.loads` and
+    transformers keep the last value and drop the others without a word, so a pasted second ``"content": {...}``
+    field replaces the first.
+
+    Returns [] for text that is not JSON (the loader reports that).
+    """
+    try:
+        tree = json.loads(text, object_pairs_hook=_pairs_hook)
+    except (ValueError, RecursionError):
+        return []
+    out: list[tuple[str, str]] = []
+    stack = [((), tree)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, _Pairs):
+            out += [(_path((*at, key)), key) for key in node.duplicated]
+            stack += [((*at, k), v) for k, v in reversed(list(node.items()))]
+        elif isinstance(node, list):
+            stack += [((*at, i), v) for i, v in reversed(list(enumerate(node)))]
+    return out
