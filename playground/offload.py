@@ -59,11 +59,12 @@ def draft_job(chat_template: str, special_tokens: Any, time_budget: float) -> An
     return draft_template(chat_template, special_tokens=special_tokens, time_budget=time_budget).to_dict()
 
 
-def probe_job(template_text: str, prefixes: dict | None) -> Any:
-    """`parsing.doctor.probe.probe` of editor text with the given prompt prefixes."""
+def probe_job(template_text: str, prefixes: dict | None, reference: bool = False) -> Any:
+    """`parsing.doctor.probe.probe` of editor text with the given prompt prefixes (``reference``: every probe also
+    parsed by transformers' own parser, in one shot and streamed)."""
     from parsing.doctor.probe import probe
 
-    return probe(template_text, prefixes=prefixes)
+    return probe(template_text, prefixes=prefixes, reference=reference)
 
 
 def cut_text(what: str, local: str, budget: float | None = None, reason: str = "") -> str:

@@ -26,7 +26,8 @@ from . import offload
 from .jsonsize import json_head
 from .render import escape
 
-__all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "score_label"]
+__all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "reference_html",
+           "reference_only", "score_label"]
 
 AUTO = "(auto: the family whose template is in the editor)"
 NONE = "(none: written from the start anchor)"
@@ -107,6 +108,31 @@ def probe_html(report: ProbeReport) -> str:
     return f"<div class='probe-report'><div>{head}</div>{notes_html}{table}{''.join(details)}</div>"
 
 
+def reference_only(result: Any) -> bool:
+    """Whether a probe failed only in transformers' parser (our engine parsed it right)."""
+    flag = getattr(result, "reference_only", None)
+    if flag is not None:
+        return bool(flag)
+    return result.status == "fail" and (result.chunking or "").startswith("transformers reference")
+
+
+def reference_html(report: ProbeReport) -> str:
+    """The verdict on transformers' own parser for a report made with ``reference=True``: how many probes only it
+    fails (our engine passes them), which consumers that stream with it will get wrong; or that it agrees."""
+    failed = [r for r in report.results if reference_only(r)]
+    if not failed:
+        return ("<div class='probe-reference probe-reference-ok'>" + _badge("pass") + " transformers' parser gets "
+                "every probe our engine passes right, in one shot and streamed.</div>")
+    streamed = sum("chunk" in (r.chunking or "") or "cut" in (r.chunking or "") for r in failed)
+    ids = ", ".join(r.case.id for r in failed[:6]) + (f" and {len(failed) - 6} more" if len(failed) > 6 else "")
+    return ("<div class='probe-reference probe-reference-fail'>" + _badge("fail") + f" <b>{len(failed)} probe"
+            f"{'s' if len(failed) != 1 else ''} fail only in transformers' parser</b> ({streamed} of them only when "
+            f"streamed; our engine passes them all): {escape(ids)}. Consumers that parse with transformers (its "
+            "streaming parser fed a tokenizer's chunks) get these wrong although the playground's runs agree, as "
+            "Paste and Replay keep every tag in one chunk. Each is marked \u201ctransformers reference\u201d below; "
+            "Lint names a delimiter pattern with an optional tail, the usual cause.</div>")
+
+
 # ------------------------------------------------------------------------------------------ prefixes
 
 
@@ -170,18 +196,25 @@ def build_probe_panel(ctx: Any) -> None:
             source = gr.Dropdown(family_choices(), value=AUTO, label="Prompt prefixes from",
                                  elem_id="doctor-probe-prefixes", scale=3)
             probe_btn = gr.Button("Run probes", elem_id="doctor-probe-btn", variant="primary", scale=1)
+        # On by default: Paste/Replay keep tags whole, so only the probes (markers split at every position) show
+        # where transformers' own streaming parser breaks a template; it roughly triples the probes' time.
+        with_reference = gr.Checkbox(True, label="Also parse every probe with transformers' parser (one shot and "
+                                                 "streamed, as consumers of the template will)",
+                                     elem_id="doctor-probe-reference")
         probe_out = gr.HTML("", elem_id="doctor-probe")
 
-    def do_probe(tpl_text, choice, sess):
+    def do_probe(tpl_text, choice, reference, sess):
         try:
             parsing.loads_template(tpl_text)  # a template error shows where it is, before any work
             run = getattr(sess, "run", None)
             prefixes, where = prefixes_for(choice, tpl_text, getattr(run, "prefix", None) if run else None)
-            report = offload.bounded(offload.probe_job, tpl_text, prefixes, what="The probes",
-                                     local="python -m parsing probe template.json --prefixes prefixes.json")
-            return f"<div class='probe-source'>{escape(where)}</div>" + probe_html(report)
+            report = offload.bounded(offload.probe_job, tpl_text, prefixes, bool(reference), what="The probes",
+                                     local="python -m parsing probe template.json --prefixes prefixes.json"
+                                           + (" --reference" if reference else ""))
+            return (f"<div class='probe-source'>{escape(where)}</div>" + (reference_html(report) if reference else "")
+                    + probe_html(report))
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             from .doctor_panel import _problem
             return _problem(exc)
 
-    probe_btn.click(do_probe, [ctx.template, source, ctx.session], [probe_out])
+    probe_btn.click(do_probe, [ctx.template, source, with_reference, ctx.session], [probe_out])

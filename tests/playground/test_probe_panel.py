@@ -52,3 +52,33 @@ def test_library_picker_labels_carry_the_probe_score():
     assert probe_panel.score_label("x", None) == "x"
     assert probe_panel.score_label("x", {"passed": 1, "run": 3, "failed": 1, "limits": ["a", "b"]}) == \
         "x — probes 1/3, 1 failing, 2 known limits"
+
+
+# A Hermes-style call whose close has an optional tail of several characters: transformers' streaming parser
+# commits "</tool_call>\n" at a chunk boundary inside "</calls>" and leaks the tail into content (spec section 4).
+TAILED = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "defaults": {"role": "assistant"},
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*(?:</calls>)?", "content": "json",
+                       "repeats": True, "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
+    },
+}
+
+
+def test_reference_html_counts_the_probes_only_transformers_fails():
+    report = probe(json.dumps(TAILED), reference=True)
+    only = [r for r in report.results if probe_panel.reference_only(r)]
+    assert only, report.summary()
+    # independently: each really passes in our engine and fails in the reference (its chunking says which)
+    assert all(r.status == "fail" and r.chunking.startswith("transformers reference") for r in only)
+    plain = probe(json.dumps(TAILED))  # our engine alone passes every one of those probes
+    ours = {r.case.id: r.status for r in plain.results}
+    assert all(ours[r.case.id] == "pass" for r in only)
+    html = probe_panel.reference_html(report)
+    assert "probe-reference-fail" in html and f"{len(only)} probe" in html and only[0].case.id in html
+    # without the tail the reference agrees
+    fine = copy.deepcopy(TAILED)
+    fine["fields"]["tool_calls"]["close_pattern"] = r"</tool_call>\s*"
+    assert "probe-reference-ok" in probe_panel.reference_html(probe(json.dumps(fine), reference=True))
