@@ -628,8 +628,10 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         source = spec[pattern_key]
         where = _join_path(path, pattern_key)
         if not isinstance(source, str):
-            # The reference fails inside regex.compile with this TypeError text.
-            raise _scope_error(where, "first argument must be a string or compiled pattern", type_error=True)
+            # The reference fails inside regex.compile with this TypeError text: a list/dict already where its
+            # pattern cache hashes the value, anything else at the type check.
+            raise _scope_error(where, f"unhashable type: '{type(source).__name__}'" if isinstance(source, (list, dict))
+                               else "first argument must be a string or compiled pattern", type_error=True)
         if len(source) > MAX_PATTERN_CHARS:
             raise _scope_error(where, f"{scope}: {pattern_key} longer than {MAX_PATTERN_CHARS} characters is refused")
         try:

@@ -253,3 +253,25 @@ def test_loads_template_never_reads_a_file(tmp_path):
         parsing.loads_template(str(p))
     with pytest.raises(parsing.TemplateError, match="must be a string"):
         parsing.loads_template({"start_anchor": A, "fields": OK})
+
+
+@pytest.mark.parametrize("key", ["open_pattern", "close_pattern", "start_anchor_pattern"])
+@pytest.mark.parametrize("value", [[], ["x"], {}, {"a": 1}, 5, None, True])
+def test_a_pattern_that_is_not_a_string_gets_the_references_text(key, value):
+    # docs/parsing-api.md: str(error) is the reference's text for every fault it also rejects; a list/dict fails
+    # in the reference where regex's cache hashes it ("unhashable type: 'list'"), anything else at the type check
+    import copy
+
+    from transformers.utils import chat_parsing as reference
+
+    if key == "start_anchor_pattern":
+        spec = {"start_anchor_pattern": value, "fields": {"content": {}}}
+    else:
+        spec = {"start_anchor": "A:", "fields": {"content": {}, "x": {"open": "<x>", key: value} if key == "close_pattern"
+                                                 else {key: value}}}
+    with pytest.raises(TypeError) as theirs:
+        reference.parse_response("A: hi", copy.deepcopy(spec), prefix="")
+    with pytest.raises(parsing.TemplateError) as ours:
+        parsing.parse_response("A: hi", copy.deepcopy(spec), prefix="")
+    assert isinstance(ours.value, TypeError) and str(ours.value) == str(theirs.value)
+    assert ours.value.path == (key if key == "start_anchor_pattern" else f"fields.x.{key}")
