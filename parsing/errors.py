@@ -21,8 +21,9 @@ class TemplateError(ValueError):
         path: JSON path of the fault, dotted, with `[i]` for list items, e.g.
             ``"fields.tool_calls.open_pattern"`` or ``"fields.content.close[1]"``;
             ``""`` means the template as a whole.
-        pattern_pos: for a regex that does not compile, the 0-based character
-            offset in the pattern where the regex engine gave up; else None.
+        pattern_pos: for a regex that does not compile, the 0-based character offset of the fault in the
+            pattern (`parsing.template.regex_fault`: where an unclosed construct opened, where `regex` gives up
+            at the pattern's end and names that in `message`); None when not known.
         line, column: 1-based position in the JSON text the template came from,
             when it came from text and the position is known; else None.
         source: the file the JSON text was read from (`load_template` given a path); else None.

@@ -637,8 +637,10 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         try:
             compiled = regex.compile(source, regex.DOTALL)
         except regex.error as exc:
-            why, pos = regex_fault(source, exc)
-            raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {why}", pattern_pos=pos) from exc
+            # The message is the reference's to the letter (it quotes `regex`, which can name the pattern's end);
+            # `pattern_pos` says where the fault is, for the editor and lint.
+            _, pos = regex_fault(source, exc)
+            raise _scope_error(where, f"{scope}: invalid {pattern_key} regex: {exc}", pattern_pos=pos) from exc
         except RecursionError as exc:  # groups nested too deeply for the regex module's parser
             raise TemplateRecursionError(str(exc), where) from None
         try:

@@ -568,6 +568,10 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
     line = getattr(problem, "line", None)
     if line:
         where.append(f"line {line}" + (f", column {problem.column}" if getattr(problem, "column", None) else ""))
+    fault = getattr(problem, "pattern_pos", None)
+    if fault is not None and f"at position {fault}" not in getattr(problem, "message", ""):
+        # the message quotes `regex`, which names where it gave up (the pattern's end for an unclosed `[` or `(`)
+        where.append(f"(the fault starts at position {fault} of the pattern)")
     snippet = ""
     if line and text:
         lines = text.splitlines()

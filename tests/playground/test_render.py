@@ -216,6 +216,26 @@ def test_template_status_shows_path_and_line():
     assert 'data-line="4"' in out and "<mark>" in out
 
 
+def test_template_status_points_at_a_bad_regex_fault_the_message_does_not_name():
+    # `regex` (and so the reference's message) names 19, the pattern's end; the unclosed `[` is at 7
+    pattern = r"(?<=a+)[^\s*<think>"
+    text = json.dumps({"start_anchor": "x", "fields": {"a": {"open_pattern": pattern}}}, indent=2)
+    try:
+        parsing.loads_template(text)
+    except parsing.TemplateError as p:
+        out = render.template_status_html(p, text)
+        message = p.message
+    else:  # pragma: no cover
+        raise AssertionError("bad regex accepted")
+    assert f"at position {len(pattern)}" in message
+    assert f"the fault starts at position {pattern.index('[')} of the pattern" in out
+    # a fault the message already names is not repeated
+    try:
+        parsing.loads_template(text.replace(json.dumps(pattern), json.dumps("ab)c")))
+    except parsing.TemplateError as p:
+        assert "at position 2" in p.message and "the fault starts" not in render.template_status_html(p, text)
+
+
 def test_bidi_controls_are_shown_as_markers_everywhere():
     rlo = "\u202e"
     raw = f"x{rlo}y\n</think>\nok<tool_call>\n{{\"name\": \"f\", \"arguments\": {{}}}}\n</tool_call><|im_end|>"
