@@ -583,6 +583,14 @@ class ResponseParser:
         return self._output
 
     # ----------------------------------------------------------------- internals
+    def _history_text(self) -> str:
+        """The consumed stream before the buffer (``_history_len`` characters) as one string: its pieces are
+        joined once, when a lookbehind first needs them, and kept joined."""
+        history = self._history
+        if len(history) > 1:
+            history[:] = ["".join(history)]
+        return history[0]
+
     def _budgeted_feed(self, text: str) -> list[dict]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
@@ -663,12 +671,7 @@ class ResponseParser:
                 clock = self._clock
                 if clock is None:
                     clock = self._clock = ScanState()
-                before = ""
-                if self._history_len:  # for the lookbehinds of split delimiters
-                    history = self._history
-                    if len(history) > 1:
-                        history[:] = ["".join(history)]
-                    before = history[0]
+                before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
                 window = self._state_start - base
                 hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
                                        window if window >= 0 else None, found.group())
@@ -709,12 +712,7 @@ class ResponseParser:
                     clock = self._clock
                     if clock is None:
                         clock = self._clock = ScanState()
-                    before = ""
-                    if self._history_len:  # for the lookbehinds of split delimiters
-                        history = self._history
-                        if len(history) > 1:
-                            history[:] = ["".join(history)]
-                        before = history[0]
+                    before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
                     window = self._state_start - base
                     if found is not None:
                         hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
@@ -730,20 +728,14 @@ class ResponseParser:
                     before = ""
                     if (watch.history_any if as_reference else watch.history) and self._history_len:
                         # A lookbehind here may read back to the start of the stream: scan the whole stream.
-                        history = self._history
-                        if len(history) > 1:
-                            history[:] = ["".join(history)]
-                        buf = history[0] + buf
+                        buf = self._history_text() + buf
                         pos += self._history_len
                         scan_base = base - self._history_len
                     if as_reference:
                         hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock)
                     else:
                         if self._history_len and scan_base == base:
-                            history = self._history
-                            if len(history) > 1:
-                                history[:] = ["".join(history)]
-                            before = history[0]  # for the lookbehinds of split delimiters
+                            before = self._history_text()  # for the lookbehinds of split delimiters
                         window = self._state_start - scan_base
                         hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
                                          window if window >= 0 else None)
