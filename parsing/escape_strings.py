@@ -2,8 +2,8 @@
 
 Gemma-style tool calls write string arguments between two copies of one marker (Gemma 4 ``<|"|>``, FunctionGemma
 ``<escape>``; see `examples/families/gemma4/NOTES.md` and `examples/families/functiongemma/NOTES.md`), and the
-library templates close such a call with a lookbehind that re-reads the call back to its open and checks that every string in it is closed (the close marker inside a string
-argument is not the end of the call)::
+library templates close such a call with a lookbehind that re-reads the call back to its open and checks that every
+string in it is closed (the close marker inside a string argument is not the end of the call)::
 
     (?<=<start_function_call>call:[\\w.-]+(?:[^<]|<(?!escape>)|<escape>(?:(?!<escape>).)*<escape>)*)
 
