@@ -531,11 +531,9 @@ def _pattern_reach(source: str) -> tuple[int | None, int | None, int | None]:
     module knows, all three are treated as unbounded (we then hold and keep text conservatively).
     """
     try:
-        import re._parser as sre_parse  # Python 3.11+
-        from re import _constants as sre_constants
+        from re import _constants as sre_constants  # Python 3.11+
     except ImportError:  # pragma: no cover - older Pythons
         import sre_constants  # type: ignore
-        import sre_parse  # type: ignore
     tree = _sre_tree(source)
     if tree is None:
         return None, None, None

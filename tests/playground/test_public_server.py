@@ -299,8 +299,6 @@ def test_a_doctor_suite_sent_as_text_is_capped_like_an_upload(server):
 def test_an_api_call_with_the_wrong_number_of_values_is_told_which_values(server):
     """Gradio counts the values before our handlers run and answered a wrong count with ``{"error": null}``
     (trial 9): `playground.api_calls` answers in words, without ``show_error`` showing every internal message."""
-    import httpx
-
     from playground.api_calls import wrong_count_text
 
     _proc, url = server
