@@ -187,9 +187,14 @@ def cut_message(budget: float | None, reached: int, total: int) -> str:
     ``reached``: characters of the output parsed; ``total``: characters of the output.
     """
     limit = f"{budget:g} s, " if budget is not None else ""
-    return (f"Stopped after {limit}this server's time limit per request: the output was parsed up to character "
-            f"{reached:,} of {total:,}; the rest is shown unparsed and the transformers check was skipped. "
-            f"{LOCAL_HINT}")
+    if reached >= total:  # every character was read; the limit struck while the parse was being finished
+        where = (f"all {total:,} characters of the output were read, but the parse was not finished, so the "
+                 f"message is incomplete")
+    else:
+        where = (f"the output was parsed up to character {reached:,} of {total:,}; "
+                 f"the rest is shown unparsed")
+    return (f"Stopped after {limit}this server's time limit per request: {where} and the transformers check was "
+            f"skipped. {LOCAL_HINT}")
 
 
 # ---------------------------------------------------------------- command line

@@ -151,3 +151,15 @@ def test_the_dropped_prefix_note_counts_in_words_and_the_cap_note_names_no_serve
         assert view.dropped_prefix == prefix and said in render.timeline_html(view)
     note = render.message_too_large(2_000_123, 2_000_000)
     assert "--" not in note and "over this server's limit of 2,000,000" in note and "at least 2,000,123" in note
+
+
+def test_a_parse_cut_after_reading_everything_does_not_say_it_stopped_at_its_last_character():
+    from playground.limits import cut_message
+    whole = cut_message(2.0, 1450, 1450)
+    assert "up to character" not in whole and "1,450 of 1,450" not in whole, whole
+    assert "all 1,450 characters of the output were read, but the parse was not finished" in whole
+    part = cut_message(2.0, 700, 1450)
+    assert "parsed up to character 700 of 1,450; the rest is shown unparsed" in part
+    for said in (whole, part):
+        assert said.startswith("Stopped after 2 s, this server's time limit per request: ")
+        assert " and the transformers check was skipped. " in said and ",," not in said and ", and" not in said
