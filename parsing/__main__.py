@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from parsing.errors import json_error_text
+from parsing.errors import JSON_TOO_DEEP, json_error_text
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -73,6 +73,8 @@ def _read_template(arg: str) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _Unusable(f"template {path} is not JSON: {json_error_text(exc)}") from None
+    except RecursionError:
+        raise _Unusable(f"template {path} is JSON {JSON_TOO_DEEP}") from None
     if isinstance(data, dict) and "fields" not in data and "response_template" in data:
         data = data["response_template"]  # a tokenizer config saved under another name
         if data is None:
@@ -138,6 +140,8 @@ def _read_prefixes(arg: str) -> dict:
         raise _Unusable(f"cannot read prefixes {arg}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _Unusable(f"prefixes {arg} is not JSON: {json_error_text(exc)}") from None
+    except RecursionError:
+        raise _Unusable(f"prefixes {arg} is JSON {JSON_TOO_DEEP}") from None
     if not isinstance(data, dict) or not data or not all(isinstance(k, str) and isinstance(v, str)
                                                          for k, v in data.items()):
         raise _Unusable(f"prefixes {arg} must be a non-empty JSON object of name -> prompt text")
@@ -149,6 +153,8 @@ def _read_tools(arg: str) -> list:
         data = json.loads(Path(arg).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _Unusable(f"cannot read tools {arg}: {exc}") from None
+    except RecursionError:
+        raise _Unusable(f"tools {arg} is JSON {JSON_TOO_DEEP}") from None
     if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
         raise _Unusable(f"tools {arg} must be a JSON list of tool schemas")
     return data
@@ -242,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    # A case, template or output may hold a lone surrogate (a stream cut inside an emoji's pair, written as
+    # "\\ud83d" in JSON): the report writes it as that escape instead of dying on it half-way.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     if args.command == "check" and args.chunkings < 0:
         print("error: --chunkings must be 0 or more", file=sys.stderr)

@@ -152,6 +152,10 @@ class ValuesBudgetError(ValueError):
                          f"is built.")
 
 
+JSON_TOO_DEEP = "nested too deeply to read (arrays or objects inside each other about a thousand levels deep)"
+"""What a JSON reader's RecursionError means, in the user's terms (json recurses once per nesting level)."""
+
+
 def json_error_text(exc: json.JSONDecodeError, line: int | None = None) -> str:
     """A `json.JSONDecodeError` in words with its place: ``"Unterminated string starting at line 3, column 26"``,
     ``"Expecting value at line 1, column 1"``. ``line``: the line number to report when the text decoded was one

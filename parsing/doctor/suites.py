@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import json_error_text
+from ..errors import JSON_TOO_DEEP, json_error_text
 from ..streams import boundaries, chunkings, parse_stream
 from ..template import load_template
 from .diff import DiffEntry, diff_values, format_diff
@@ -207,6 +207,8 @@ def loads_suite(text: str, source: str | None = None) -> list[Case]:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise SuiteFormatError(f"not valid JSON: {json_error_text(exc, number)}", number, source) from None
+        except RecursionError:  # json's reader recurses once per nesting level
+            raise SuiteFormatError(JSON_TOO_DEEP, number, source) from None
         cases.append(parse_case(obj, number, source))
     return cases
 

@@ -187,3 +187,33 @@ def test_family_cases_names_an_unknown_family():
     proc = subprocess.run([sys.executable, "scripts/family_cases.py", "no_such_family"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "no family 'no_such_family'" in proc.stderr and "qwen3" in proc.stderr
+
+
+def test_a_lone_surrogate_is_reported_as_its_escape_not_a_traceback(tmp_path):
+    # a stream cut inside an emoji's surrogate pair, logged as JSON: "\ud83d" with no partner (trial 12)
+    cases = tmp_path / "surrogate.jsonl"
+    cases.write_text(json.dumps({"prefix": "", "output": "hi \ud83d", "expected": {"role": "assistant",
+                                                                                   "content": "hi"}}) + "\n")
+    template = tmp_path / "t.json"
+    template.write_text(json.dumps(CLEAN))
+    rc, out, err = check(template, cases, "--chunkings", "0")
+    assert rc == 1 and "Traceback" not in err, err
+    assert 'content: expected "hi" got "hi \\ud83d"' in out, out
+    rc, out, err = check(template, cases, "--chunkings", "0", "--json")
+    assert rc == 1 and "Traceback" not in err, err
+    got = json.loads(out)["cases"][0]["runs"][0]["message"]
+    assert got["content"] == "hi \ud83d", got  # the JSON report carries the surrogate as its escape
+
+
+def test_json_nested_too_deeply_is_unusable_input_not_a_traceback(files, tmp_path):
+    clean, _, cases = files
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"prefix": "", "output": "x", "expected": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    rc, _, err = check(clean, deep)
+    assert rc == 2 and "Traceback" not in err, err
+    assert err.strip() == f"error: bad cases file: {deep}:1: nested too deeply to read (arrays or objects inside " \
+                          "each other about a thousand levels deep)", err
+    deep_template = tmp_path / "deep.json"
+    deep_template.write_text("[" * 100_000 + "]" * 100_000)
+    rc, _, err = check(deep_template, cases)
+    assert rc == 2 and err.startswith(f"error: template {deep_template} is JSON nested too deeply"), err
