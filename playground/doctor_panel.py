@@ -70,6 +70,11 @@ def _note(text: str, kind: str = "info") -> str:
     return f'<div class="doctor-note doctor-note-{escape(kind)}">{_badge(kind, kind.upper())} {escape_text(text)}</div>'
 
 
+def _error_note(message: str) -> str:
+    """A failure said in a Doctor panel (the guard's message for a handler that failed before it ran)."""
+    return _note(message, "error")
+
+
 def _no_run_yet(sess: Any, then: str, need_output: bool = False) -> str | None:
     """Why the current run cannot be used yet (a stream still going, or none at all), ``then`` naming what the
     user does after; None when a finished run is there (with ``need_output``, one that has output)."""
@@ -353,6 +358,8 @@ def build_doctor_panel(ctx: Any) -> None:
                              elem_id="doctor-export-files", interactive=False, height=120)
     probe_panel.build_probe_panel(ctx)
     note = gr.HTML("", elem_id="doctor-note")
+    for out in (lint_out, checks_out, rt_out, suite_out):  # a refused input is said in its panel, not a pop-up
+        ctx.messages[out] = _error_note
 
     # ---------------------------------------------------------------------------------- handlers
 

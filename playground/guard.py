@@ -294,7 +294,8 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
                 continue
             if not isinstance(args[i], str):  # an API call can send any JSON value (gr.Code passes it on as is)
                 raise ValueError(f"{what} must be text (a string), not {json_type(args[i])}.")
-            _LIMITS.check_size(what, args[i], limit_name, *hint)
+            if limit_name is not None:  # None: the handler checks this size itself
+                _LIMITS.check_size(what, args[i], limit_name, *hint)
 
     def failure(exc: BaseException):
         import gradio as gr
@@ -371,7 +372,9 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
     notice on the page).
     ``sizes``: input components whose text has a size limit, each with (what it is, for the message; the
     `Limits` field[; how to do it without the limit, `Limits.check_size`'s ``hint``]): every handler that takes one refuses a longer text before it runs (a crafted request can
-    send any text to any handler, not only to the one that usually checks it).
+    send any text to any handler, not only to the one that usually checks it). A handler whose function has
+    ``checks_own_sizes`` (a tuple of `Limits` fields) checks those itself, to say where the user looks why a
+    text was refused (the editor's box); the guard still refuses a value that is not text.
     """
     ids = {getattr(c, "_id", None): show for c, show in messages.items()}
     limited = {getattr(c, "_id", None): rule for c, rule in (sizes or {}).items()}
@@ -384,8 +387,10 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
         show = ids[outputs[index]._id] if index is not None else str
         inputs = list(getattr(block_fn, "inputs", []) or [])
         where = _argument_positions(fn, len(inputs))
-        checks = tuple((where[i], *limited[c._id]) for i, c in enumerate(inputs)
-                       if getattr(c, "_id", None) in limited)
+        own = getattr(fn, "checks_own_sizes", ())
+        checks = tuple((where[i], what, None if limit_name in own else limit_name, *hint)
+                       for i, c in enumerate(inputs) if getattr(c, "_id", None) in limited
+                       for what, limit_name, *hint in (limited[c._id],))
         wrapped = _guarded(fn, len(outputs), index, show, checks)
         wrapped._guarded = True
         block_fn.fn = wrapped

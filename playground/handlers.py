@@ -245,7 +245,11 @@ def edit_template(sess: Session, text: str, page: PageConfig) -> Session:
     """The editor's text changed: validate it, and re-parse the last run and the chat's last turn with it (a
     template that does not load keeps the last good parse on screen; `Session.edit` sets the status line for
     the template's validity, a re-parse then says what it did)."""
-    page.limits.check_size("The template", text, "max_template_chars")
+    try:
+        page.limits.check_size("The template", text, "max_template_chars")
+    except ValueError as exc:  # said under the editor, where the last verdict would otherwise stay
+        sess.refuse_edit(str(exc))
+        return sess
     if not sess.edit(text) or sess.problem is not None:
         return sess
     if not sess.running:

@@ -218,3 +218,5 @@ def build_probe_panel(ctx: Any) -> None:
             return _problem(exc)
 
     probe_btn.click(do_probe, [ctx.template, source, with_reference, ctx.session], [probe_out])
+    from .doctor_panel import _error_note
+    ctx.messages[probe_out] = _error_note  # a refused input is said in the panel, not a pop-up

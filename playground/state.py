@@ -149,6 +149,7 @@ class Session:
         self.origin = origin or Origin()
         self.baseline = text
         self.problem: parsing.TemplateError | None = None
+        self.refused = False  # the editor's last text was refused unread (`refuse_edit`)
         self.pending: Pending | None = None
         # model
         self.model_id: str | None = model
@@ -207,6 +208,7 @@ class Session:
         return self.template_text != self.baseline
 
     def _check_template(self) -> None:
+        self.refused = False
         try:
             compiled_template(self.template_text)
             self.problem = None
@@ -252,7 +254,7 @@ class Session:
         a broken template replaces the status line with `TEMPLATE_ERROR_NOTE`; a fixed one replaces a notice
         about the template (said while it was broken, it may state the fault) with `template_valid_note`. A
         handler that then re-parses the run says so over it."""
-        if text == self.template_text:
+        if text == self.template_text and not self.refused:
             return False
         was_edited, was_broken = self.edited, self.problem is not None
         self.template_text = text
@@ -266,6 +268,15 @@ class Session:
         elif self.notice.topic == "template" and self.edited and not was_edited:
             self.say(f"Editing {self.origin.describe()}.", "info", "template")
         return True
+
+    def refuse_edit(self, reason: str) -> None:
+        """The editor's text was refused unread (``reason`` says why: longer than this server's template size
+        limit). The box under the editor and the status line say so instead of keeping the last verdict; the
+        session keeps the last text it read, and the next edit is read afresh, even one back to that text."""
+        self.problem = parsing.TemplateError(reason)
+        self.refused = True
+        self.touch("template")
+        self.say(reason, "error", "template")
 
     def template_valid_note(self) -> str:
         """The status line once an edit made the template valid again: when it applies (a run going is parsed

@@ -64,6 +64,9 @@ class PanelContext:
     - ``status``: ``gr.HTML`` status line (changes after every parse).
     - ``sizes``: put an input component of yours here with ``(what it is, Limits field[, hint])`` and every handler
       that takes it refuses a longer text before it runs (`playground.guard.protect`'s ``sizes``).
+    - ``messages``: put an output component of yours here with a function ``message -> value``: a handler of
+      yours that fails (a refused input included) shows its message there instead of in a pop-up
+      (`playground.guard.protect`'s ``messages``).
 
     Helpers: ``load_model(name) -> backends.LoadedModel`` (shared cache; raises ``backends.ModelLoadError``),
     ``trust_remote_code`` (bool, from the CLI flag), ``safe(fn)`` wraps a handler so exceptions become a status
@@ -83,6 +86,7 @@ class PanelContext:
     after_offer: Callable | None = None
     status_html: Callable = render.status_html
     sizes: dict = field(default_factory=dict)
+    messages: dict = field(default_factory=dict)
 
 
 def _safe(fn, n_outputs: int = 1):
@@ -325,7 +329,9 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
 
     # typing only (`input`, not `change`): the page's own updates of the editor come from the session, and their
     # `change` echo could arrive after a later update (a confirmed replacement) and bring back the old text
-    on(p.editor.input, plain(edit_template), [p.editor], trigger_mode="always_last", show_progress="hidden")
+    typed = plain(edit_template)
+    typed.checks_own_sizes = ("max_template_chars",)  # a refused text is said in the box under the editor
+    on(p.editor.input, typed, [p.editor], trigger_mode="always_last", show_progress="hidden")
     on(p.library.input, plain(pick_library), [p.library])
     on(p.confirm_yes.click, streaming(confirm_replace), [], concurrency_limit=8, concurrency_id="replay")
     on(p.confirm_no.click, plain(handlers.keep_edits), [])
@@ -485,7 +491,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     # Every handler (the Doctor's too): repaired text in and out, a message for any failure, session upkeep.
     guard.protect(demo, {p.status: lambda m: render.status_html(m, "error"),
                          p.template_status: render.template_status_html,
-                         p.export_status: lambda m: render.status_html(m, "error")},
+                         p.export_status: lambda m: render.status_html(m, "error"), **p.ctx.messages},
                   sizes={p.editor: ("The template", "max_template_chars"),
                          p.paste_raw: ("The pasted output", "max_paste_chars"),
                          p.paste_prefix: ("The prompt prefix", "max_prefix_chars"),

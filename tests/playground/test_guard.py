@@ -203,3 +203,27 @@ def test_a_parse_stops_when_the_request_spent_its_budget_elsewhere():
     assert "time budget of 1 s" in view.cut["message"]
     assert view.text == "<think>fine so far and the rest</think>done<|im_end|>"  # the rest kept, unparsed
     assert list(view.chunk_starts) == [0, 18, 31] and view.message is None
+
+
+def test_a_handler_that_checks_a_size_itself_gets_the_text_but_never_a_non_text_value():
+    guard.configure(Limits.public_space())
+    try:
+        with gr.Blocks() as demo:
+            editor = gr.Code()
+            status = gr.HTML()
+            seen = []
+
+            def typed(text):
+                seen.append(len(text))
+                return "read"
+
+            typed.checks_own_sizes = ("max_template_chars",)
+            editor.input(typed, [editor], [status])
+            editor.change(lambda text: seen.append(-len(text)) or "other", [editor], [status])
+        guard.protect(demo, {status: lambda m: f"<b>{m}</b>"}, sizes={editor: ("The template", "max_template_chars")})
+        own, other = [f.fn for f in demo.fns.values()]
+        assert own("x" * 70_000) == "read" and seen == [70_000]  # it says why itself, where the user looks
+        assert other("x" * 70_000).startswith("<b>The template is 70,000 characters") and seen == [70_000]
+        assert own({"a": 1}) == "<b>The template must be text (a string), not an object.</b>" and seen == [70_000]
+    finally:
+        guard.configure(Limits.private())

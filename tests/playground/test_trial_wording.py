@@ -163,3 +163,29 @@ def test_a_parse_cut_after_reading_everything_does_not_say_it_stopped_at_its_las
     for said in (whole, part):
         assert said.startswith("Stopped after 2 s, this server's time limit per request: ")
         assert " and the transformers check was skipped. " in said and ",," not in said and ", and" not in said
+
+
+def test_an_over_size_template_is_said_under_the_editor_not_the_last_verdict():
+    """Select all, Delete, paste 70,155 characters: the box under the editor said "not valid JSON: Expecting value"
+    (the verdict on the empty editor) while the refused text was valid JSON (trial 12, F5)."""
+    from playground import handlers
+    from playground.handlers import PageConfig
+
+    page, sess = PageConfig(limits=Limits.public_space()), Session(TPL)
+    handlers.edit_template(sess, "", page)  # the editor emptied first: a fair verdict on ""
+    assert sess.problem is not None and sess.problem.message.startswith("not valid JSON")
+    big = json.loads(TPL)
+    big["fields"][next(iter(big["fields"]))]["join"] = "x" * 70_000
+    big_text = json.dumps(big)
+    handlers.edit_template(sess, big_text, page)
+    said = f"The template is {len(big_text):,} characters; this server takes at most 65,536."
+    drawn = dict(zip(views.NAMES, views.redraw(sess)))
+    for shown in (drawn["template_status"], sess.notice.text):
+        assert said in shown and "not valid JSON" not in shown, shown
+    assert 'data-line=""' in drawn["template_status"] and ".cm-line:nth-child" not in drawn["template_status"]
+    assert sess.template_text == ""  # the refused text was not read (nor kept)
+    handlers.edit_template(sess, "", page)  # back to the text read last: read afresh, not "unchanged"
+    drawn = dict(zip(views.NAMES, views.redraw(sess)))
+    assert "not valid JSON" in drawn["template_status"] and said not in drawn["template_status"]
+    handlers.edit_template(sess, TPL, page)
+    assert sess.problem is None and not sess.refused
