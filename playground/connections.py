@@ -11,10 +11,18 @@ two minutes). `install` bounds both, in the HTTP protocol uvicorn builds for eac
 * one network address may hold at most ``per_address`` connections; past it a new one is closed at once. Behind a
   proxy (a Hugging Face Space) every connection comes from the proxy, so the cap is off there
   (``trust_forwarded_for``); the proxy holds visitors' half-sent requests itself;
-* all addresses together may hold at most ``total`` connections; past it a new one is closed at once. Trial 10 then
-  held 79 loopback addresses x 256 connections and reached the open-file limit again (normal requests took
-  2.8-6 s). The cap is kept at most half the open-file limit (`total_cap`), so the files a request opens (static
-  files, uploads, worker pipes) are still there when a flood fills it;
+* all addresses together may hold at most ``total`` connections. Trial 10 then held 79 loopback addresses x 256
+  connections and reached the open-file limit again (normal requests took 2.8-6 s). The cap is kept at most half
+  the open-file limit (`total_cap`), so the files a request opens (static files, uploads, worker pipes) are still
+  there when a flood fills it. At the cap a new connection is not refused: the connection that has waited longest
+  for a request head (half-sent, or idle since its last answer) is closed to make room, so a flood of half-sent
+  requests from many addresses cannot keep a new visitor out (its own head arrives long before the flood has
+  opened ``total`` newer connections). A connection whose request is being answered or whose body is arriving is
+  never closed for this; only when every held connection is such is a new one closed at once;
+* websocket upgrades are refused (the request is answered as plain HTTP): Gradio 6.31 serves none (its streams
+  are server-sent events, plain HTTP answers that stay counted above), and an upgraded connection leaves uvicorn's
+  HTTP protocol, so it would escape every bound here. uvicorn's "Unsupported upgrade request" warning, two log
+  lines per such request, is not written;
 * the process's soft open-file limit is raised to its hard limit;
 * when accepting fails for want of files anyway (``EMFILE``: the cap off, or files held elsewhere), asyncio logs a
   traceback per try, many a second (Python 3.11 retries up to 100 times per loop tick): `AcceptErrorLog` turns that
@@ -37,6 +45,11 @@ _lock = threading.Lock()
 _open: dict[str, int] = {}  # connections held per peer address
 _total = [0]  # connections held by all addresses (counted while a total cap is set)
 _settings: dict[str, Any] = {"head_timeout": None, "per_address": None, "total": None}
+# connections counted in _total, oldest first by the time they began waiting for a request head (connected, or
+# answered their last request); the first that is still waiting is the one closed when the total cap is reached
+_held: dict[Any, None] = {}
+_evicted = [0, None]  # connections closed to make room since the last log line, when that line was written
+EVICTION_LOG_EVERY_S = 60.0
 
 
 class _Guard:
@@ -54,17 +67,21 @@ class _Guard:
         self._arm(None)
 
     def _admit(self, peer: Any) -> bool:
-        """Count this connection under the caps; False (nothing counted) when one of them is full."""
+        """Count this connection under the caps; False (nothing counted) when one of them is full.
+
+        At the total cap the connection that has waited longest for a request head is closed to make room
+        (`_make_room`); past the cap per address a new connection is refused whatever the total."""
         cap, total = _settings["per_address"], _settings["total"]
         address = peer[0] if cap is not None and isinstance(peer, tuple) and peer else None
         with _lock:
-            if total is not None and _total[0] >= total:
-                return False
             if address is not None and _open.get(address, 0) >= cap:
+                return False
+            if total is not None and _total[0] >= total and not _make_room():
                 return False
             if total is not None:
                 _total[0] += 1
                 self._counted = True
+                _held[self] = None
             if address is not None:
                 _open[address] = _open.get(address, 0) + 1
                 self._peer = address
@@ -79,16 +96,50 @@ class _Guard:
 
     def _release(self) -> None:
         with _lock:
-            if self._counted:
-                _total[0] -= 1
-                self._counted = False
-            if self._peer is not None:
-                left = _open.get(self._peer, 1) - 1
-                if left > 0:
-                    _open[self._peer] = left
-                else:
-                    _open.pop(self._peer, None)
-                self._peer = None
+            self._release_locked()
+
+    def _release_locked(self) -> None:
+        if self._counted:
+            _total[0] -= 1
+            self._counted = False
+            _held.pop(self, None)
+        if self._peer is not None:
+            left = _open.get(self._peer, 1) - 1
+            if left > 0:
+                _open[self._peer] = left
+            else:
+                _open.pop(self._peer, None)
+            self._peer = None
+
+    def _waiting_for_head(self) -> bool:
+        """Whether this connection is waiting for a request head: none complete since it connected or since its
+        last answer (a request being answered, or whose body is arriving, is not waiting)."""
+        transport = getattr(self, "transport", None)
+        if transport is None or transport.is_closing() or transport.get_protocol() is not self:
+            return False
+        cycle = getattr(self, "cycle", None)
+        return cycle is None or cycle.response_complete
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        if self._counted:
+            with _lock:
+                if self._counted:  # waiting for a head again, from now: last in line to be closed
+                    _held.pop(self, None)
+                    _held[self] = None
+
+    def _evict(self) -> None:
+        """Close this connection to make room for a new one (called on its own event loop)."""
+        transport = getattr(self, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+    # Gradio 6.31 serves no websocket (see the module doc): an upgrade request is answered as plain HTTP, quietly
+    def _should_upgrade_to_ws(self) -> bool:
+        return False
+
+    def _unsupported_upgrade_warning(self) -> None:
+        pass
 
     def _arm(self, cycle: Any) -> None:
         timeout = _settings["head_timeout"]
@@ -101,7 +152,7 @@ class _Guard:
         transport = self.transport  # type: ignore[attr-defined]
         if transport.is_closing():
             return
-        if transport.get_protocol() is not self:  # upgraded (a websocket): no longer ours to time
+        if transport.get_protocol() is not self:  # upgraded (refused above; kept so no count can leak)
             self._release()
             return
         cycle = getattr(self, "cycle", None)
@@ -109,6 +160,37 @@ class _Guard:
             transport.close()  # idle, or a request head that never ended
             return
         self._arm(cycle)
+
+
+def _make_room() -> bool:
+    """At the total cap (called holding ``_lock``): stop counting the held connection that has waited longest for a
+    request head and close it on its own event loop. False, with nothing closed, when every held connection has a
+    request being answered or a body arriving.
+
+    Connections found busy move to the end of the line, so the next search does not walk them again; each goes
+    back to the end anyway when its answer is complete (``on_response_complete``)."""
+    victim, busy = None, []
+    for conn in _held:
+        if conn._waiting_for_head():
+            victim = conn
+            break
+        busy.append(conn)
+    for conn in busy:
+        del _held[conn]
+        _held[conn] = None
+    if victim is None:
+        return False
+    victim._release_locked()
+    victim.loop.call_soon_threadsafe(victim._evict)
+    _evicted[0] += 1
+    now = time.monotonic()
+    if _evicted[1] is None or now - _evicted[1] >= EVICTION_LOG_EVERY_S:
+        logging.getLogger(__name__).warning(
+            "%s connections held (the --max-connections cap): closed %s waiting for a request head to let new ones "
+            "in (logged at most once every %g s)", f"{_settings['total']:,}", f"{_evicted[0]:,}",
+            EVICTION_LOG_EVERY_S)
+        _evicted[:] = [0, now]
+    return True
 
 
 def _guarded_protocol() -> type:

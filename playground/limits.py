@@ -63,7 +63,9 @@ class Limits:
         max_suite_chars: the largest Doctor suite text (JSONL) a handler takes, however it was sent: an upload is
             capped at 2 MB by Gradio, and the same size in characters holds for the text an API call sends.
         max_connections: HTTP connections all addresses may hold at once (`playground.connections`; kept at most
-            half the process's open-file limit); past it a new one is closed at once. None: no cap.
+            half the process's open-file limit); at it, the held connection that has waited longest for a request
+            head is closed to let a new one in (a new one is closed at once only when every held connection has a
+            request under way). None: no cap.
         max_transform_values: how many values a template's transforms may build in one parse (the parser's
             ``max_values``: containers and items of every built transform); past it, those regions fail with a
             region error naming the limit. Bounds the memory one parse can build. None: no cap.

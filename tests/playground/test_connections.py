@@ -1,7 +1,8 @@
 """Connection bounds of a public server (`playground.connections`), on a real ``app.py --public`` process: one
 address cannot hold every connection with half-sent requests (trial 10 held 19,990 and locked everyone out), many
-addresses together cannot pass the total cap (79 x 256 reached the open-file limit again), a request head that
-never ends is closed, and a failed accept is logged once a minute, not as a traceback per try."""
+addresses together cannot pass the total cap (79 x 256 reached the open-file limit again) nor keep a new visitor
+out at it, a request head that never ends is closed, a websocket upgrade stays a counted HTTP request, and a
+failed accept is logged once a minute, not as a traceback per try."""
 
 from __future__ import annotations
 
@@ -80,7 +81,34 @@ def test_one_address_cannot_hold_every_connection_and_half_sent_heads_are_closed
     assert "Too many open files" not in log.read_text()
 
 
-TOTAL = 40
+def test_a_websocket_upgrade_stays_an_http_request_under_the_caps(server):
+    """Gradio 6.31 serves no websocket (its streams are server-sent events): an upgraded connection would leave
+    the HTTP protocol that counts connections and times request heads. An upgrade request is answered as plain
+    HTTP (it is still counted: the address's cap holds for it), and uvicorn's two-line warning per such request
+    is not logged (a flood of them would fill the log)."""
+    port, log = server
+    source = "127.0.0.4"
+    upgrade = (b"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n")
+    held = []
+    try:
+        held = [_body_arriving(port, source, upgrade) for _ in range(CAP)]
+        extra = _half_sent(port, source)
+        assert _closed_by_server(extra, 10), "a connection past the per-address cap was kept"
+        extra.close()
+        answers = [_finish_body(s) for s in held[:3]]
+        assert all(a.startswith(b"HTTP/1.1 ") and not a.startswith(b"HTTP/1.1 101") for a in answers), answers
+    finally:
+        for s in held:
+            s.close()
+    with socket.create_connection(("127.0.0.1", port), timeout=60, source_address=("127.0.0.5", 0)) as sock:
+        sock.sendall(b"GET /config HTTP/1.1\r\nHost: x\r\n" + upgrade + b"\r\n")
+        assert sock.recv(12) == b"HTTP/1.1 200", "an upgrade request was not answered as plain HTTP"
+    text = log.read_text()
+    assert "Unsupported upgrade request" not in text and "WebSocket" not in text, text[-2000:]
+
+
+TOTAL = 24
 
 
 @pytest.fixture(scope="module")
@@ -107,32 +135,88 @@ def _served_eventually(port: int, source: str, within: float = 120) -> int | str
         time.sleep(0.5)
 
 
+def _body_arriving(port: int, source: str, headers: bytes = b"") -> socket.socket:
+    """A connection from ``source`` whose request head (with ``headers`` added) is complete and whose body is still
+    arriving: returns once the server has read the head and asked for the body (its ``100 Continue``), so the
+    server holds it as busy."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0))
+    sock.sendall(b"POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 2\r\nExpect: 100-continue\r\n" + headers + b"\r\n")
+    answer = b""
+    while not answer.endswith(b"\r\n\r\n"):
+        part = sock.recv(1024)
+        assert part, f"the server closed a connection whose body was arriving (after {answer!r})"
+        answer += part
+    assert answer.startswith(b"HTTP/1.1 100 "), answer
+    sock.sendall(b"{")  # and the rest never comes until the test sends it
+    return sock
+
+
+def _finish_body(sock: socket.socket) -> bytes:
+    """Send the rest of `_body_arriving`'s body; the status line of the answer (b"" if the server closed)."""
+    sock.settimeout(60)
+    sock.sendall(b"}")
+    answer = b""
+    while b"\r\n" not in answer:
+        part = sock.recv(1024)
+        if not part:
+            break
+        answer += part
+    return answer.split(b"\r\n", 1)[0]
+
+
 @pytest.mark.slow
-def test_many_addresses_together_cannot_hold_more_than_the_total_cap(capped_server):
-    """Trial 10 held 79 loopback addresses x 256 half-sent requests and reached the open-file limit again: the
-    total cap closes every connection past it at once, whichever address it comes from, and the connections
-    already held are still served."""
+def test_at_the_total_cap_a_new_visitor_gets_in_and_the_longest_waiting_head_is_closed(capped_server):
+    """Trial 10 held 79 loopback addresses x 256 half-sent requests and reached the open-file limit again; with the
+    total cap refusing every connection past it, a flood of half-sent requests from many addresses then kept every
+    new visitor out. Now the held connection that has waited longest for its request head is closed to let the
+    new one in; connections whose request is under way are never closed for it."""
     port, log = capped_server
     sources = [f"127.0.0.{10 + i}" for i in range(5)]
-    held = [_half_sent(port, sources[i % len(sources)]) for i in range(TOTAL)]
+    busy, heads = [], []
     try:
-        for source in ("127.0.0.20", "127.0.0.21", sources[0]):
-            extra = _half_sent(port, source)
-            assert _closed_by_server(extra, 30), f"a connection from {source} past the total cap was kept"
-            extra.close()
-        # a held connection finishes its request head: it is answered
-        held[0].settimeout(60)
-        held[0].sendall(b"\r\n")
-        assert held[0].recv(12).startswith(b"HTTP/1.1 "), "a connection held under the cap was not answered"
-        # and the held ones stay open (no head timeout on this server)
-        assert not any(_closed_by_server(s, 0.2) for s in held[1:4])
+        busy = [_body_arriving(port, sources[i]) for i in range(4)]  # the oldest, but busy
+        heads = [_half_sent(port, sources[i % len(sources)]) for i in range(TOTAL - len(busy))]
+        status = _served(port, "127.0.0.2")
+        assert status == 200, f"a new visitor was not served at the total cap: {status}"
+        assert _closed_by_server(heads[0], 60), "the connection waiting longest for its head was kept"
+        assert not any(_closed_by_server(s, 0.05) for s in heads[1:]), "more than one connection was closed"
+        # the busy ones were passed over: each is answered once its body ends
+        answers = [_finish_body(s) for s in busy]
+        assert all(a.startswith(b"HTTP/1.1 ") and not a.startswith(b"HTTP/1.1 100") for a in answers), answers
     finally:
-        for s in held:
+        for s in busy + heads:
             s.close()
     again = _served_eventually(port, "127.0.0.2")
     assert again == 200, f"not served once the held connections were closed: {again}"
     text = log.read_text()
     assert "Too many open files" not in text and "Traceback" not in text
+    assert "closed 1 waiting for a request head to let new ones in" in text
+
+
+@pytest.mark.slow
+def test_at_the_total_cap_with_every_request_under_way_a_new_connection_is_closed(capped_server):
+    """Only a connection waiting for a request head is closed to make room: when every held connection has a
+    request under way, a new one is closed at once, whichever address it comes from, and the held ones are
+    still answered."""
+    port, log = capped_server
+    _served_eventually(port, "127.0.0.2")  # the previous test's connections are released
+    sources = [f"127.0.0.{10 + i}" for i in range(5)]
+    busy = []
+    try:
+        busy = [_body_arriving(port, sources[i % len(sources)]) for i in range(TOTAL)]
+        for source in ("127.0.0.20", sources[0]):
+            extra = _half_sent(port, source)
+            assert _closed_by_server(extra, 30), f"a connection from {source} past the total cap was kept"
+            extra.close()
+        answers = [_finish_body(s) for s in busy[:3]]
+        assert all(a.startswith(b"HTTP/1.1 ") and not a.startswith(b"HTTP/1.1 100") for a in answers), answers
+    finally:
+        for s in busy:
+            s.close()
+    again = _served_eventually(port, "127.0.0.2")
+    assert again == 200, f"not served once the held connections were closed: {again}"
+    assert "Traceback" not in log.read_text()
 
 
 FILES = 300  # the open-file limit of the next server (it uses about 25 when idle)
