@@ -8,9 +8,11 @@ refusal is Gradio's own "queue full" answer (HTTP 503, whose detail says why; th
 application is currently busy"), so other visitors' jobs keep their place.
 
 A client is its network address. Behind a proxy (a Hugging Face Space) every request comes from the proxy, and the
-visitor's address is the first entry of ``X-Forwarded-For``: trusted when ``trust_forwarded`` (on a Space by
-default, ``--trust-forwarded-for`` elsewhere). A client that writes its own ``X-Forwarded-For`` can pass as many
-clients; the queue's overall cap (``--max-queue``) still holds for it. Gradio has no hook for this, so `install`
+visitor's address is in ``X-Forwarded-For``, read when ``trust_forwarded`` (on a Space by default,
+``--trust-forwarded-for`` elsewhere). Each proxy appends the address it was reached from, after whatever the
+client sent: the left-most entries are the client's to write, so the visitor is the right-most entry that is not a
+proxy's own (private, loopback or link-local) address (`forwarded_client`). A client that writes its own
+``X-Forwarded-For`` is still counted under the address the proxy saw. Gradio has no hook for this, so `install`
 wraps the queue's ``push`` (checked against gradio 6.31 by ``tests/playground/test_client_fairness.py``).
 """
 
@@ -24,9 +26,43 @@ from typing import Any
 STALE_AFTER_S = 600.0
 
 
+def _address(entry: str) -> Any:
+    """An ``X-Forwarded-For`` entry as an `ipaddress` address (a port or IPv6 brackets dropped); None if it is not
+    an address (``unknown``, an obfuscated name, garbage)."""
+    import ipaddress
+
+    entry = entry.strip()
+    if entry.startswith("["):  # [v6] or [v6]:port
+        entry = entry[1:].split("]", 1)[0]
+    elif entry.count(":") == 1:  # v4:port
+        entry = entry.split(":", 1)[0]
+    try:
+        return ipaddress.ip_address(entry)
+    except ValueError:
+        return None
+
+
+def forwarded_client(header: str) -> str | None:
+    """The visitor's address in an ``X-Forwarded-For`` value written by proxies we trust.
+
+    Each proxy appends the address it was reached from; anything before the first proxy's entry is what the client
+    sent, so it is never believed while a later entry names a public address. Read from the right, entries that
+    are not addresses and proxies' own (private, loopback, link-local, reserved) addresses are passed over; the
+    first public address is the visitor. When there is none (a private network: the visitor is a private address
+    too), the left-most address is.
+
+    Returns the address as text (normalised, e.g. ``198.51.100.1``), or None when no entry is an address.
+    """
+    addresses = [a for a in map(_address, header.split(",")) if a is not None]
+    for address in reversed(addresses):
+        if address.is_global:
+            return str(address)
+    return str(addresses[0]) if addresses else None
+
+
 def client_key(request: Any, trust_forwarded: bool) -> str | None:
-    """The client a request comes from: the first ``X-Forwarded-For`` address when ``trust_forwarded`` and the
-    header is there, else the peer address; None when neither is known (such requests are not capped).
+    """The client a request comes from: the `forwarded_client` of its ``X-Forwarded-For`` when ``trust_forwarded``
+    and the header names one, else the peer address; None when neither is known (such requests are not capped).
 
     Args:
         request: a Starlette/FastAPI request (anything with ``.headers`` and ``.client``).
@@ -37,9 +73,9 @@ def client_key(request: Any, trust_forwarded: bool) -> str | None:
     if trust_forwarded:
         forwarded = request.headers.get("x-forwarded-for")
         if forwarded:
-            first = forwarded.split(",")[0].strip()
-            if first:
-                return first
+            client = forwarded_client(forwarded)
+            if client:
+                return client
     client = getattr(request, "client", None)
     return client.host if client is not None and client.host else None
 

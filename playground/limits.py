@@ -49,8 +49,8 @@ class Limits:
         max_new_tokens: the most tokens one chat turn may generate (the Max new tokens slider's maximum).
         max_jobs_per_client: jobs one client (network address) may have waiting or running in the queue at once
             (`playground.fairness`); None: no cap.
-        trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that sets it: a
-            Hugging Face Space).
+        trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that appends it: a
+            Hugging Face Space), its right-most public entry (`playground.fairness.forwarded_client`).
         max_message_chars: the largest parsed message the page shows, in characters of its JSON (measured with
             `playground.jsonsize.json_size`, which stops at the limit); a larger one is replaced by a note. A
             template's transform can repeat a value thousands of times, so a small text can make a message whose

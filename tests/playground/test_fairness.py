@@ -19,17 +19,42 @@ def _request(peer: str | None, forwarded: str | None = None) -> Request:
 def test_the_peer_address_is_the_visitor_unless_a_proxy_is_trusted():
     assert client_key(_request("203.0.113.7"), trust_forwarded=False) == "203.0.113.7"
     # not behind a trusted proxy: a header the client wrote itself changes nothing
-    assert client_key(_request("203.0.113.7", "198.51.100.1"), trust_forwarded=False) == "203.0.113.7"
+    assert client_key(_request("203.0.113.7", "1.2.3.4"), trust_forwarded=False) == "203.0.113.7"
 
 
-def test_behind_a_trusted_proxy_the_first_forwarded_address_is_the_visitor():
-    # a Space's proxy connects from its own address and names the visitor first
-    assert client_key(_request("10.16.3.80", "198.51.100.1, 10.16.3.80"), trust_forwarded=True) == "198.51.100.1"
-    assert client_key(_request("10.16.3.80", " 198.51.100.2 "), trust_forwarded=True) == "198.51.100.2"
-    # no (or an empty) header: the peer
+def test_behind_a_trusted_proxy_the_address_the_proxy_appended_is_the_visitor():
+    # a Space's proxy connects from its own address and appends the address it was reached from
+    assert client_key(_request("10.16.3.80", "1.2.3.4"), trust_forwarded=True) == "1.2.3.4"
+    assert client_key(_request("10.16.3.80", " 5.6.7.8 "), trust_forwarded=True) == "5.6.7.8"
+    # proxies' own private hops after it are passed over
+    assert client_key(_request("10.16.3.80", "1.2.3.4, 10.16.3.80"), trust_forwarded=True) == "1.2.3.4"
+    assert client_key(_request("10.16.3.80", "1.2.3.4, 172.16.0.9, 127.0.0.1"),
+                      trust_forwarded=True) == "1.2.3.4"
+    # no (or an empty, or a meaningless) header: the peer
     assert client_key(_request("10.16.3.80"), trust_forwarded=True) == "10.16.3.80"
     assert client_key(_request("10.16.3.80", ""), trust_forwarded=True) == "10.16.3.80"
-    assert client_key(_request("10.16.3.80", " , 1.2.3.4"), trust_forwarded=True) == "10.16.3.80"
+    assert client_key(_request("10.16.3.80", " , unknown"), trust_forwarded=True) == "10.16.3.80"
+
+
+def test_a_forwarded_for_written_by_the_client_does_not_change_who_it_is():
+    """The left-most entries are whatever the client sent before the proxy appended its address: a client that
+    writes a different address on every request is still one visitor."""
+    real = "9.9.9.9"
+    keys = {client_key(_request("10.16.3.80", f"{forged}, {real}"), trust_forwarded=True)
+            for forged in ("4.3.2.1", "4.3.2.2", "2001:db8::1", "10.0.0.1", "garbage", "1.1.1.1, 8.8.8.8")}
+    assert keys == {real}
+
+
+def test_forwarded_entries_with_ports_and_brackets_and_private_networks():
+    from playground.fairness import forwarded_client
+
+    assert forwarded_client("1.2.3.4:4711") == "1.2.3.4"
+    assert forwarded_client("[2606:4700::1]:443, 10.0.0.2") == "2606:4700::1"
+    assert forwarded_client("2606:4700:0:0::1") == "2606:4700::1"
+    # all private (a proxy on a private network): the left-most address is the visitor
+    assert forwarded_client("10.0.0.5, 10.16.3.80") == "10.0.0.5"
+    assert forwarded_client("unknown, 192.168.1.4") == "192.168.1.4"
+    assert forwarded_client("unknown") is None and forwarded_client(" , ") is None
 
 
 def test_unknown_clients_are_not_capped():
