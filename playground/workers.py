@@ -181,14 +181,22 @@ class WorkerPool:
             counts against their deadline).
         preload: modules each worker imports when it starts (before it counts as ready).
         memory_limit_mb: address-space limit of each worker (None: none), so a runaway allocation fails there.
+        spares: workers started ahead and kept out of service (each imports ``preload`` meanwhile), so that one
+            killed for overrunning is replaced by a ready process: a fresh one spends seconds importing
+            (``POOL_PRELOAD``: 3.7-4.7 s on the loaded 2-core dev machine), and the next visitor's call waited
+            for it. Each costs one idle process (65 MB there).
 
-    Workers start on the first call (or `warm_up`); one that overruns is killed and a fresh one started at once.
+    Workers start on the first call (or `warm_up`); one that overruns is killed, a spare takes its place at once,
+    and a new spare starts.
     """
 
-    def __init__(self, size: int = 2, preload: tuple[str, ...] = (), memory_limit_mb: int | None = 2048):
+    def __init__(self, size: int = 2, preload: tuple[str, ...] = (), memory_limit_mb: int | None = 2048,
+                 spares: int = 1):
         self.size = max(1, int(size))
         self.preload = tuple(preload)
         self.memory_limit_mb = memory_limit_mb
+        self.spares = max(0, int(spares))
+        self._spare: list[_Worker] = []  # started, out of service until a worker is killed
         self._idle: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._started = False
@@ -203,6 +211,7 @@ class WorkerPool:
             self._started = True
             for _ in range(self.size):
                 self._idle.put(self._new())
+            self._spare.extend(self._new() for _ in range(self.spares))
 
     def _new(self) -> _Worker:
         return _Worker(self.preload, self.memory_limit_mb)
@@ -274,22 +283,45 @@ class WorkerPool:
                 raise EOFError
 
     def _replace(self, worker: _Worker) -> None:
+        """Kill ``worker`` and put a spare in its place (a fresh process when none is alive); start a new spare."""
         worker.kill()
+        dead = []
         with self._lock:
             self.kills += 1
             if self._closed:
                 return
-        self._idle.put(self._new())
+            fresh = None
+            while self._spare and fresh is None:
+                spare = self._spare.pop(0)
+                if spare.alive():
+                    fresh = spare
+                else:
+                    dead.append(spare)
+            if fresh is None:
+                fresh = self._new()
+            while len(self._spare) < self.spares:
+                self._spare.append(self._new())
+        for spare in dead:  # e.g. killed for memory while it waited
+            spare.kill()
+        self._idle.put(fresh)
 
     def alive(self) -> list[int]:
         """Process ids of the workers currently idle (for tests)."""
         with self._idle.mutex:
             return [w.pid for w in self._idle.queue if w.alive()]
 
+    def spare_pids(self) -> list[int]:
+        """Process ids of the spare workers, started and out of service (for tests)."""
+        with self._lock:
+            return [w.pid for w in self._spare if w.alive()]
+
     def close(self) -> None:
-        """Stop every idle worker; busy ones are killed when their call ends."""
+        """Stop every idle and spare worker; busy ones are killed when their call ends."""
         with self._lock:
             self._closed = True
+            spares, self._spare = self._spare, []
+        for spare in spares:
+            spare.stop()
         while True:
             try:
                 self._idle.get_nowait().stop()
