@@ -166,10 +166,13 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 /* ---------------------------------------------------------------- panels and Gradio's own text */
 .draft-note-error{color:var(--bad-color)}.draft-note-ok{color:var(--ok-color)}
 .doctor-basis{color:var(--tl-muted)}
-/* Gradio's primary (orange) and stop (red) buttons carry white text at 3.6:1: darker fills, in both schemes */
-body,body.dark{--button-primary-background-fill:#c2410c;--button-primary-background-fill-hover:#9a3412;
+/* Gradio's primary (orange) and stop (red) buttons carry white text at 3.6:1: darker fills, in both schemes
+   (`:root body.dark` outranks Gradio's own `:root .dark`, which set the dark scheme's fill back) */
+body,:root body.dark{--button-primary-background-fill:#c2410c;--button-primary-background-fill-hover:#9a3412;
  --button-primary-text-color:#fff;--button-cancel-background-fill:#b91c1c;
  --button-cancel-background-fill-hover:#991b1b;--button-cancel-text-color:#fff}
+/* the selected tab's label is the accent orange, 2.8:1 on white: the primary fill's darker orange in light */
+body:not(.dark) button[role="tab"].selected{color:#c2410c}
 /* CodeMirror's line numbers (1.9:1 on white) and syntax colours (pastels down to 2:1 on white): the theme's text */
 .cm-gutters .cm-gutterElement{color:var(--tl-muted) !important}
 .cm-content .cm-line span{color:var(--body-text-color) !important}

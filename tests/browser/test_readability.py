@@ -82,6 +82,18 @@ def test_chat_cards_and_the_doctor_are_readable(scheme_page):
     assert not EMOJI.search(chrome), EMOJI.findall(chrome)
 
 
+def test_the_selected_tab_and_the_primary_buttons_are_readable(scheme_page):
+    """Gradio's accent orange: the selected tab's label (2.8:1 on white) and white on the primary fill in the
+    dark scheme (3.56:1), whose `:root .dark` rule outranked the page's own darker fill (trial 12, F7)."""
+    page = scheme_page
+    n = assert_readable(page, ["#modes [role=tablist]", "#send"], min_checked=2)
+    tab(page, "Paste")
+    n += assert_readable(page, ["#modes [role=tablist]", "#paste-parse"], min_checked=2)
+    fill = page.evaluate("() => getComputedStyle(document.querySelector('#send')).backgroundColor")
+    assert fill == "rgb(194, 65, 12)", fill  # the page's fill, in both schemes
+    assert n >= 4
+
+
 def test_dirty_chunks_are_striped_apart_from_clean_ones(scheme_page):
     """A dirty chunk (text whose value may still change) looks different from a clean one in both schemes: the
     stripes are a background image that a field's background colour (stronger in dark mode) must not reset."""
