@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Build and launch the app (blocks until the server stops)."""
     args = parse_args(argv)
-    from playground import backends, connections, fairness, policy
+    from playground import backends, connections, fairness, policy, uploads
     from playground.limits import from_arguments
     from playground.ui import build_ui, launch_kwargs
 
@@ -61,6 +61,7 @@ def main(argv=None) -> None:
     demo = build_ui(model, trust_remote_code=args.trust_remote_code, preload=not args.no_preload, limits=limits,
                     remotes=args.remotes, allow_any_remote=args.allow_any_remote)
     queue, launch = serving_kwargs(limits, args.concurrency)
+    uploads.install(launch["app_kwargs"], limits)  # uploads per visitor and on disk (uploads skip the queue)
     demo.queue(**queue)
     fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for)
     # behind a proxy every connection comes from it: no cap per address there

@@ -69,6 +69,13 @@ class Limits:
         max_transform_values: how many values a template's transforms may build in one parse (the parser's
             ``max_values``: containers and items of every built transform); past it, those regions fail with a
             region error naming the limit. Bounds the memory one parse can build. None: no cap.
+        max_upload_files: files one upload request (``/gradio_api/upload``) may hold (`playground.uploads`; the
+            page sends one, the Doctor's suite); None: no cap.
+        uploads_per_address, upload_mb_per_address: files and MB of upload bodies one visitor (network address) may
+            send within ``upload_window`` seconds (`playground.uploads`); None: no cap.
+        upload_window: seconds an upload counts against its visitor.
+        upload_cache_mb: MB the uploads kept on disk may take together; past it the oldest are deleted
+            (`playground.uploads`). None: no cap.
     """
 
     public: bool = False
@@ -96,6 +103,11 @@ class Limits:
     max_connections_per_address: int | None = None
     max_connections: int | None = None
     max_suite_chars: int | None = None
+    max_upload_files: int | None = None
+    uploads_per_address: int | None = None
+    upload_mb_per_address: float | None = None
+    upload_window: float = 600.0
+    upload_cache_mb: float | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -112,7 +124,8 @@ class Limits:
                            max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
                            max_connections_per_address=256, max_connections=4096,
-                           max_suite_chars=2 * 1024 * 1024), **changes)
+                           max_suite_chars=2 * 1024 * 1024, max_upload_files=1, uploads_per_address=20,
+                           upload_mb_per_address=20, upload_cache_mb=256), **changes)
 
     def check_size(self, what: str, text: str | int | None, limit_name: str, hint: str = LOCAL_HINT) -> None:
         """Raise ValueError (a message for the page, ending with ``hint``: how to do it without the limit) when
@@ -238,6 +251,14 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--max-connections": ("max_connections", int, "N",
                           "HTTP connections all addresses may hold at once, at most half the open-file limit "
                           "(0: no cap)"),
+    "--max-upload-files": ("max_upload_files", int, "FILES", "files one upload request may hold (0: no cap)"),
+    "--uploads-per-address": ("uploads_per_address", int, "FILES",
+                              "files one visitor (network address) may upload per --upload-window (0: no cap)"),
+    "--upload-mb-per-address": ("upload_mb_per_address", float, "MB",
+                                "MB one visitor may upload per --upload-window (0: no cap)"),
+    "--upload-window": ("upload_window", float, "SECONDS", "seconds an upload counts against its visitor"),
+    "--upload-cache-mb": ("upload_cache_mb", float, "MB",
+                          "MB of uploads kept on disk at once; the oldest are deleted past it (0: no cap)"),
 }
 
 
@@ -245,7 +266,8 @@ _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_pref
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
                  "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
                  "max_transform_values", "head_timeout", "max_connections_per_address", "max_connections",
-                 "max_suite_chars"}
+                 "max_suite_chars", "max_upload_files", "uploads_per_address", "upload_mb_per_address",
+                 "upload_cache_mb"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -109,3 +109,38 @@ def test_the_generation_cap_in_the_readme_is_the_slider_maximum(tiny_model_dir):
         assert slider.maximum == public.max_new_tokens
     finally:
         guard.configure(private)
+
+
+def test_the_upload_limits_in_the_readme_are_the_ones_in_force_per_mode():
+    """Trial 12 wrote 1 GB of uploads to a public server's disk in 15 s: uploads are bounded per request, per
+    visitor and on disk (`playground.uploads`), with the flags app.py offers."""
+    import argparse
+
+    from playground import uploads
+    from playground.limits import add_arguments, from_arguments
+
+    rows = _rows()
+    public, private = Limits.public_space(), Limits.private()
+    assert rows["--max-upload-files"] == (str(public.max_upload_files), "none") and private.max_upload_files is None
+    allowance = (f"{public.uploads_per_address} files / {public.upload_mb_per_address:g} MB per "
+                 f"{_seconds(public.upload_window)}")
+    for flag in ("--uploads-per-address", "--upload-mb-per-address", "--upload-window"):
+        assert rows[flag] == (allowance, "none")
+    assert private.uploads_per_address is None and private.upload_mb_per_address is None
+    assert rows["--upload-cache-mb"] == (f"{public.upload_cache_mb:g} MB", "none") and private.upload_cache_mb is None
+    installed: dict = {}
+    uploads.install(installed, public)
+    (middleware,) = installed["middleware"]
+    assert middleware.cls is uploads.UploadLimit
+    assert middleware.kwargs == {"max_files": 1, "per_address_files": public.uploads_per_address,
+                                 "per_address_bytes": int(public.upload_mb_per_address * 2 ** 20),
+                                 "cache_bytes": int(public.upload_cache_mb * 2 ** 20), "window": 600.0,
+                                 "trust_forwarded": public.trust_forwarded_for, "refuse_recordings": True}
+    nothing: dict = {}
+    uploads.install(nothing, private)
+    assert nothing == {}
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    limits = from_arguments(parser.parse_args(["--public", "--upload-cache-mb", "0", "--uploads-per-address", "3",
+                                               "--upload-window", "60"]), "m")[0]
+    assert (limits.upload_cache_mb, limits.uploads_per_address, limits.upload_window) == (None, 3, 60.0)
