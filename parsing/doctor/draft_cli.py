@@ -7,7 +7,9 @@ Usage::
 
 Prints the drafted response template as JSON on stdout and exits 0; with ``--report`` the whole draft
 (template, per-field confidence, evidence, sample checks, notes). Exits 2 with the reason on stderr when
-the chat template cannot be read or analysed.
+the chat template cannot be read or analysed, or drafting runs past its memory limit (``--max-memory-mb``) or its
+time budget (``--time-budget``; chat templates come from strangers: drafting runs in a child process, killed a
+grace period past the budget, since one render step can be a single C call no budget check interrupts).
 
 A tokenizer folder is read as files, never executed: its chat template comes from ``chat_template.jinja``
 or the ``chat_template`` key of ``tokenizer_config.json`` (a list of named templates: the ``default``
@@ -97,7 +99,7 @@ def _token_hint(error: str, special: dict | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``draft`` subcommand; returns the exit status."""
-    from .draft import DraftError, draft_template
+    from .draft import DraftError
 
     try:
         if args.tokenizer:
@@ -115,16 +117,119 @@ def run(args: argparse.Namespace) -> int:
             except (OSError, UnicodeDecodeError) as exc:
                 raise _Unusable(f"cannot read chat template {path}: {getattr(exc, 'strerror', None) or exc}") from None
             special = read_special_tokens(Path(args.special_tokens)) if args.special_tokens else None
-        draft = draft_template(chat_template, special_tokens=special, time_budget=args.time_budget)
+        out = _draft_bounded(chat_template, special, args.time_budget, args.max_memory_mb, args.report)
     except _Unusable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     except DraftError as exc:
         print(f"error: the chat template cannot be analysed: {exc}{_token_hint(str(exc), special)}", file=sys.stderr)
         return EXIT_UNUSABLE
-    out = draft.to_dict() if args.report else draft.template
     print(json.dumps(out, ensure_ascii=False, indent=2))
     return EXIT_OK
+
+
+# Seconds past the time budget a drafting child gets before it is killed: the budget is checked between rendering
+# steps, and one step (a C-level string repeat, a huge join) can run long past it.
+KILL_GRACE_S = 10.0
+
+
+def _draft_bounded(chat_template: str, special: dict | None, time_budget: float, memory_mb: float,
+                   report: bool) -> Any:
+    """The draft (``to_dict()`` with ``report``, else its template), drafted in a forked child process that may
+    grow by at most ``memory_mb`` MB (0: no limit) and is killed ``KILL_GRACE_S`` past ``time_budget``: chat
+    templates come from strangers, and ``{{ 'a' * 10**10 }}`` is one C call no budget check can stop.
+
+    Raises:
+        DraftError: the chat template cannot be analysed, or drafting ran past the memory limit or the time
+            budget (the message says which, and the option that raises it).
+    """
+    import multiprocessing
+
+    from .draft import DraftError
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # no fork (Windows): in process, budget only
+        return _draft_here(chat_template, special, time_budget, None, report)
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_draft_child, args=(send, chat_template, special, time_budget, memory_mb, report),
+                        daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(time_budget + KILL_GRACE_S):
+            raise DraftError(f"Stopped at the time budget: drafting did not return within {time_budget:g} s "
+                             f"(+{KILL_GRACE_S:g} s). The chat template renders too slowly to be analysed; "
+                             f"try a larger --time-budget.")
+        try:
+            kind, value = receive.recv()
+        except (EOFError, OSError):
+            raise DraftError(f"The drafting process ended without an answer (exit status {child.exitcode}); it "
+                             f"may have run out of memory (--max-memory-mb {memory_mb:g}).") from None
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+    if kind == "ok":
+        return value
+    raise DraftError(value)
+
+
+def _draft_child(send: Any, chat_template: str, special: dict | None, time_budget: float, memory_mb: float,
+                 report: bool) -> None:
+    """Body of the drafting child: `_draft_here` under a memory limit, its answer (or error text) sent back."""
+    from .draft import DraftError
+
+    try:
+        result: tuple = ("ok", _draft_here(chat_template, special, time_budget, memory_mb, report))
+    except MemoryError:
+        result = ("error", _over_memory(memory_mb))
+    except DraftError as exc:
+        result = ("error", str(exc))
+    except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent as a message
+        result = ("error", f"{type(exc).__name__}: {exc}")
+    try:
+        send.send(result)
+    except MemoryError:
+        send.send(("error", _over_memory(memory_mb)))
+    send.close()
+
+
+def _over_memory(memory_mb: float | None) -> str:
+    return (f"Rendering the chat template needed more than {memory_mb:g} MB of memory (a huge string or list); "
+            f"if the template is sound, raise --max-memory-mb.")
+
+
+def _draft_here(chat_template: str, special: dict | None, time_budget: float, memory_mb: float | None,
+                report: bool) -> Any:
+    """Draft in this process, limited to ``memory_mb`` MB more than it holds now (None or 0: no limit)."""
+    from .draft import DraftError, draft_template
+
+    if memory_mb:
+        _limit_memory_growth(memory_mb)
+    try:
+        draft = draft_template(chat_template, special_tokens=special, time_budget=time_budget)
+        return draft.to_dict() if report else draft.template
+    except DraftError as exc:
+        if memory_mb and "MemoryError" in str(exc):
+            raise DraftError(f"{exc}. {_over_memory(memory_mb)}") from None
+        raise
+    except MemoryError:
+        raise DraftError(_over_memory(memory_mb)) from None
+
+
+def _limit_memory_growth(memory_mb: float) -> None:
+    """Cap this process's address space at what it maps now plus ``memory_mb`` MB (Linux; elsewhere nothing).
+    Relative, because a forked child maps all of its parent (a test runner may map gigabytes)."""
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as fh:
+            mapped = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+        limit = mapped + int(memory_mb * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    except (ImportError, OSError, ValueError, StopIteration):
+        pass
 
 
 def add_subcommand(sub: Any) -> None:
@@ -140,5 +245,8 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument("--report", action="store_true", help="print the whole draft: template, confidence, evidence, "
                                                          "sample checks, notes")
     p.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS",
-                   help="seconds for rendering and checking (default 20)")
+                   help="seconds for rendering and checking (default 20; the drafting process is killed "
+                        f"{KILL_GRACE_S:g} s past it)")
+    p.add_argument("--max-memory-mb", type=float, default=2048.0, metavar="MB",
+                   help="memory the drafting process may take (default 2048; 0: no limit)")
     p.set_defaults(run=run)

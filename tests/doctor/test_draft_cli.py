@@ -106,3 +106,26 @@ def test_an_undefined_name_that_is_no_token_gets_no_token_hint(tmp_path, capsys)
     jinja.write_text("{{ missing_thing.x }}{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
     assert main(["draft", str(jinja)]) == 2
     assert "--special-tokens" not in capsys.readouterr().err
+
+
+def test_a_chat_template_that_needs_gigabytes_stops_at_the_memory_limit(tmp_path):
+    """`{{ 'a' * 10000000000 }}` ran past 60 s at 5.7 GB: one C call no time budget interrupts (trial 12, F11)."""
+    huge = tmp_path / "huge.jinja"
+    huge.write_text("{{ 'a' * 10000000000 }}", encoding="utf-8")
+    r = run(str(huge), "--max-memory-mb", "256")
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "needed more than 256 MB of memory" in r.stderr and "--max-memory-mb" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_render_step_longer_than_the_budget_is_killed(tmp_path, capsys, monkeypatch):
+    from parsing.doctor import draft_cli
+
+    monkeypatch.setattr(draft_cli, "KILL_GRACE_S", 0.001)
+    slow = tmp_path / "slow.jinja"  # every render scans 300 MB in one C call: far past 2 ms
+    slow.write_text("{{ ('a' * 300000000).count('b') }}{% for m in messages %}{{ m.content }}{% endfor %}",
+                    encoding="utf-8")
+    assert main(["draft", str(slow), "--time-budget", "0.001"]) == 2
+    err = capsys.readouterr().err
+    assert "Stopped at the time budget: drafting did not return within 0.001 s" in err, err
+    assert main(["draft", str(QWEN3)]) == 0  # the next draft in the same process is unaffected
