@@ -79,12 +79,16 @@ def main(argv=None) -> None:
 def serving_kwargs(limits, concurrency: int) -> tuple[dict, dict]:
     """Keyword arguments for ``demo.queue`` and ``demo.launch`` from the deployment's `playground.limits.Limits`:
     jobs at once, waiting jobs at most (a client that never reads its answers cannot pile up unbounded work and
-    request bodies), sessions kept, upload and request body sizes."""
-    from playground import http_limits
+    request bodies), sessions kept, upload and request body sizes, event streams per visitor."""
+    from playground import http_limits, stream_limits
 
+    app_kwargs = http_limits.app_kwargs(limits.max_request_bytes)
+    streams = stream_limits.middleware(limits.max_streams_per_client, limits.trust_forwarded_for, limits.public)
+    if streams:
+        app_kwargs = {**app_kwargs, "middleware": [*app_kwargs.get("middleware", ()), *streams]}
     return ({"default_concurrency_limit": concurrency, "max_size": limits.max_queue},
             {"state_session_capacity": limits.max_sessions, "max_file_size": "2mb" if limits.public else None,
-             "app_kwargs": http_limits.app_kwargs(limits.max_request_bytes)})
+             "app_kwargs": app_kwargs})
 
 
 if __name__ == "__main__":

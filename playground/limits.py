@@ -49,6 +49,8 @@ class Limits:
         max_new_tokens: the most tokens one chat turn may generate (the Max new tokens slider's maximum).
         max_jobs_per_client: jobs one client (network address) may have waiting or running in the queue at once
             (`playground.fairness`); None: no cap.
+        max_streams_per_client: event streams (server-sent events: open pages' heartbeats, running jobs' results,
+            upload progress) one client may hold open at once (`playground.stream_limits`); None: no cap.
         trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that appends it: a
             Hugging Face Space), its right-most public entry (`playground.fairness.forwarded_client`).
         max_message_chars: the largest parsed message the page shows, in characters of its JSON (measured with
@@ -97,6 +99,7 @@ class Limits:
     max_new_tokens: int = 32768
     max_jobs_per_client: int | None = None
     trust_forwarded_for: bool = False
+    max_streams_per_client: int | None = None
     max_message_chars: int | None = None
     max_transform_values: int | None = None
     head_timeout: float | None = None
@@ -121,7 +124,7 @@ class Limits:
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
-                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4,
+                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4, max_streams_per_client=32,
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
                            max_connections_per_address=256, max_connections=4096,
                            max_suite_chars=2 * 1024 * 1024, max_upload_files=1, uploads_per_address=20,
@@ -237,6 +240,9 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--max-new-tokens": ("max_new_tokens", int, "TOKENS", "the most tokens one chat turn may generate"),
     "--max-jobs-per-client": ("max_jobs_per_client", int, "JOBS",
                               "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
+    "--max-streams-per-client": ("max_streams_per_client", int, "N",
+                                 "event streams (open pages, running jobs, uploads) one visitor may hold open at "
+                                 "once (0: no limit)"),
     "--max-message-chars": ("max_message_chars", int, "CHARS",
                             "largest parsed message shown, in characters of JSON (0: no limit)"),
     "--max-transform-values": ("max_transform_values", int, "VALUES",
@@ -264,10 +270,10 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
-                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_message_chars",
-                 "max_transform_values", "head_timeout", "max_connections_per_address", "max_connections",
-                 "max_suite_chars", "max_upload_files", "uploads_per_address", "upload_mb_per_address",
-                 "upload_cache_mb"}
+                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_streams_per_client",
+                 "max_message_chars", "max_transform_values", "head_timeout", "max_connections_per_address",
+                 "max_connections", "max_suite_chars", "max_upload_files", "uploads_per_address",
+                 "upload_mb_per_address", "upload_cache_mb"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -66,6 +66,8 @@ def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
     assert rows["--max-suite-chars"] == (f"2 MB / {public.max_suite_chars:,} characters", "none")
     assert private.max_suite_chars is None and public.max_suite_chars == 2 * 1024 * 1024  # Gradio's "2mb"
     assert rows["--max-connections"] == (f"{public.max_connections:,}", "none") and private.max_connections is None
+    assert rows["--max-streams-per-client"] == (f"{public.max_streams_per_client:,}", "none")
+    assert private.max_streams_per_client is None
 
 
 def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
