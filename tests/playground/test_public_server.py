@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from playground import doctor_panel
 from playground.remote_panel import LOCAL  # the model box's own machine, not a remote server
 from tests.serving import start_app
 
@@ -288,10 +289,13 @@ def test_a_doctor_suite_sent_as_text_is_capped_like_an_upload(server):
     big = line * (cap // len(line) + 1)
     template = json.dumps({"start_anchor": "S", "fields": {"content": {}}})
     kind, payload = _answer(url, "do_run_suite", [template, big, 1])
-    assert kind == "error" and payload["error"] == (
-        f"The Doctor suite is {len(big):,} characters; this server takes at most {cap:,}. To run it without limits, "
-        "use `python -m parsing check template.json cases.jsonl` or start the playground on your own machine "
-        "(`python app.py`: no per-request limit there)."), payload
+    said = (f"The Doctor suite is {len(big):,} characters; this server takes at most {cap:,}. To run it without "
+            "limits, use `python -m parsing check template.json cases.jsonl` or start the playground on your own "
+            "machine (`python app.py`: no per-request limit there).")
+    # said in the suite's own panel (not a pop-up), its commands as code
+    assert kind == "complete" and payload[0] == doctor_panel._error_note(said), payload
+    assert "doctor-note-error" in payload[0] and "<code>python -m parsing check template.json cases.jsonl</code>" \
+        in payload[0], payload
     kind, payload = _answer(url, "do_run_suite", [template, line * 3, 1])  # a suite under the cap runs
     assert kind == "complete" and "doctor-suite-result" in payload[0] and " #3 " in payload[0], payload
 
