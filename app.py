@@ -82,13 +82,22 @@ def serving_kwargs(limits, concurrency: int) -> tuple[dict, dict]:
     request bodies), sessions kept, upload and request body sizes, event streams per visitor."""
     from playground import http_limits, stream_limits
 
-    app_kwargs = http_limits.app_kwargs(limits.max_request_bytes)
+    app_kwargs = http_limits.app_kwargs(
+        limits.max_request_bytes, body_timeout=limits.body_timeout,
+        pending_client_bytes=_bytes(limits.max_pending_body_mb_per_address),
+        pending_total_bytes=_bytes(limits.max_pending_body_mb),
+        trust_forwarded=limits.trust_forwarded_for, check_session_ids=limits.public)
     streams = stream_limits.middleware(limits.max_streams_per_client, limits.trust_forwarded_for, limits.public)
     if streams:
         app_kwargs = {**app_kwargs, "middleware": [*app_kwargs.get("middleware", ()), *streams]}
     return ({"default_concurrency_limit": concurrency, "max_size": limits.max_queue},
             {"state_session_capacity": limits.max_sessions, "max_file_size": "2mb" if limits.public else None,
              "app_kwargs": app_kwargs})
+
+
+def _bytes(mb: float | None) -> int | None:
+    """``mb`` megabytes (MiB) in bytes; None stays None."""
+    return None if mb is None else int(mb * 2 ** 20)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,12 @@ class Limits:
         upload_window: seconds an upload counts against its visitor.
         upload_cache_mb: MB the uploads kept on disk may take together; past it the oldest are deleted
             (`playground.uploads`). None: no cap.
+        body_timeout: seconds from a request's head to the end of its body (`playground.http_limits.BodyGuard`);
+            past it the request is answered ``408`` and its connection closed. None: no limit.
+        max_pending_body_mb, max_pending_body_mb_per_address: MB of request bodies not yet complete that all
+            clients, and one client (network address, or its ``X-Forwarded-For`` address with
+            ``trust_forwarded_for``), may have sent; a body whose arrival passes either is refused with ``503``
+            (`playground.http_limits.BodyGuard`; bodies under 64 KB never are). None: no cap.
     """
 
     public: bool = False
@@ -111,6 +117,9 @@ class Limits:
     upload_mb_per_address: float | None = None
     upload_window: float = 600.0
     upload_cache_mb: float | None = None
+    body_timeout: float | None = None
+    max_pending_body_mb: float | None = None
+    max_pending_body_mb_per_address: float | None = None
 
     @classmethod
     def private(cls, **changes) -> "Limits":
@@ -128,7 +137,8 @@ class Limits:
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
                            max_connections_per_address=256, max_connections=4096,
                            max_suite_chars=2 * 1024 * 1024, max_upload_files=1, uploads_per_address=20,
-                           upload_mb_per_address=20, upload_cache_mb=256), **changes)
+                           upload_mb_per_address=20, upload_cache_mb=256, body_timeout=60.0, max_pending_body_mb=256,
+                           max_pending_body_mb_per_address=32), **changes)
 
     def check_size(self, what: str, text: str | int | None, limit_name: str, hint: str = LOCAL_HINT) -> None:
         """Raise ValueError (a message for the page, ending with ``hint``: how to do it without the limit) when
@@ -265,6 +275,13 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--upload-window": ("upload_window", float, "SECONDS", "seconds an upload counts against its visitor"),
     "--upload-cache-mb": ("upload_cache_mb", float, "MB",
                           "MB of uploads kept on disk at once; the oldest are deleted past it (0: no cap)"),
+    "--body-timeout": ("body_timeout", float, "SECONDS",
+                       "seconds from a request's head to the end of its body (0: no limit)"),
+    "--max-pending-body-mb": ("max_pending_body_mb", float, "MB",
+                              "MB of unfinished request bodies all visitors may have sent (0: no cap)"),
+    "--max-pending-body-mb-per-address": ("max_pending_body_mb_per_address", float, "MB",
+                                          "MB of unfinished request bodies one visitor (network address) may have "
+                                          "sent (0: no cap)"),
 }
 
 
@@ -273,7 +290,8 @@ _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_pref
                  "max_request_bytes", "max_queue", "max_jobs_per_client", "max_streams_per_client",
                  "max_message_chars", "max_transform_values", "head_timeout", "max_connections_per_address",
                  "max_connections", "max_suite_chars", "max_upload_files", "uploads_per_address",
-                 "upload_mb_per_address", "upload_cache_mb"}
+                 "upload_mb_per_address", "upload_cache_mb", "body_timeout", "max_pending_body_mb",
+                 "max_pending_body_mb_per_address"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

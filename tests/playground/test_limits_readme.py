@@ -68,6 +68,10 @@ def test_the_size_limits_in_the_readme_are_the_ones_in_force_per_mode():
     assert rows["--max-connections"] == (f"{public.max_connections:,}", "none") and private.max_connections is None
     assert rows["--max-streams-per-client"] == (f"{public.max_streams_per_client:,}", "none")
     assert private.max_streams_per_client is None
+    assert rows["--body-timeout"] == (_seconds(public.body_timeout), "none") and private.body_timeout is None
+    pending = f"{public.max_pending_body_mb_per_address:g} MB / {public.max_pending_body_mb:g} MB"
+    assert rows["--max-pending-body-mb"] == rows["--max-pending-body-mb-per-address"] == (pending, "none")
+    assert private.max_pending_body_mb is None and private.max_pending_body_mb_per_address is None
 
 
 def test_the_queue_cap_in_the_readme_is_the_one_app_py_gives_gradio():
