@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 
 import regex
 
+from ..errors import BudgetExceededError
 from ..parser import parse_response
 from ..template import load_template
 from .chat_render import RenderError, RenderTimeout, render_chat, special_tokens_map
@@ -281,6 +282,28 @@ class _Analysis:
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
             raise DraftError("Stopped at the time budget before the analysis was complete; try a larger time_budget.")
+
+    def parse_back(self, output: str, compiled: Any, prefix: str) -> dict:
+        """``parse_response(output, compiled, prefix=prefix)`` with the sample tools, bounded by the draft's deadline.
+
+        No per-search regex budget (``regex_timeout=None``): with one, a candidate whose patterns happened to run
+        past it on a slow or loaded machine would be silently passed over, and the reading chosen would depend on
+        the machine's speed. The draft's deadline still bounds a pattern that backtracks without end; reaching it
+        stops the whole draft with an error instead of choosing differently.
+
+        Raises:
+            DraftError: the deadline passed (before or during the parse).
+            Whatever `parse_response` raises for a candidate that does not read ``output``.
+        """
+        self.check_time()
+        left = self.deadline - time.monotonic()
+        try:
+            return parse_response(output, compiled, prefix=prefix, tools=self.tools, regex_timeout=None,
+                                  time_budget=left)
+        except BudgetExceededError:
+            raise DraftError("Stopped at the time budget while parsing the sample turns back with a drafted "
+                             "template (one of its patterns backtracks too long on them); try a larger "
+                             "time_budget.") from None
 
     def cut(self, text: str, pos: int) -> int:
         return safe_cut(text, pos, self.special)
@@ -1499,8 +1522,10 @@ class _Analysis:
             if output is None:
                 return False
             try:
-                got = parse_response(output, compiled, prefix=self.Pt, tools=self.tools)
-            except Exception:  # noqa: BLE001
+                got = self.parse_back(output, compiled, self.Pt)
+            except DraftError:
+                raise
+            except Exception:  # noqa: BLE001 - a candidate that fails on the rendered calls is not the reading
                 return False
             want = [{"name": n, "arguments": a} for n, a in calls]
             have = [c.get("function") for c in got.get("tool_calls") or [] if isinstance(c, dict)]
@@ -1516,8 +1541,10 @@ class _Analysis:
         for label, prefix_label, output, expected, fields in self.samples():
             prefix = self.Pt if prefix_label == "prompt with tools" else self.P
             try:
-                got = parse_response(output, compiled, prefix=prefix, tools=self.tools)
+                got = self.parse_back(output, compiled, prefix)
                 error = ""
+            except DraftError:
+                raise
             except Exception as exc:  # noqa: BLE001 - reported as a failed check
                 got, error = None, f"{type(exc).__name__}: {exc}"
             passed = _without_ids(got) == expected

@@ -237,3 +237,51 @@ def test_cuts_never_split_a_marker():
     assert safe_cut(text, len("head<|assistant|><")) == len("head<|assistant|>")
     assert safe_cut(text, len("head<|assi")) == len("head")
     assert tokens('<invoke name="x">\n<p>v</p>') == ['<invoke name="x">', "\n", "<p>", "v", "</p>"]
+
+
+def test_candidates_are_parsed_back_without_a_per_pattern_timeout(monkeypatch):
+    # A per-search regex timeout (1 s by default) would silently pass over a candidate whose parse happened to
+    # run long on a slow or loaded machine, so the reading chosen would depend on the machine: the drafter parses
+    # back with none, bounded by its own deadline only.
+    import parsing.doctor.draft as draft_module
+
+    real, seen = draft_module.parse_response, []
+
+    def recorded(output, template, **options):
+        seen.append(options)
+        return real(output, template, **options)
+
+    monkeypatch.setattr(draft_module, "parse_response", recorded)
+    d = draft_template(CHATML, time_budget=60)
+    assert len(seen) > len(d.checks)  # the tool-call candidates' parses, then the checks
+    assert all(o["regex_timeout"] is None and 0 < o["time_budget"] <= 60 for o in seen), seen
+    assert d.format["tool_calls"] and all(c.passed for c in d.checks)
+
+
+def test_a_parse_back_that_runs_out_of_time_stops_the_draft(monkeypatch):
+    # Running out of time while parsing a candidate back is an error, not a reason to choose another reading.
+    import parsing.doctor.draft as draft_module
+    from parsing.errors import BudgetExceededError
+
+    def out_of_time(output, template, **options):
+        raise BudgetExceededError(options["time_budget"], field="tool_calls", role="close", pattern="x")
+
+    monkeypatch.setattr(draft_module, "parse_response", out_of_time)
+    with pytest.raises(DraftError) as err:
+        draft_template(CHATML)
+    assert "time budget while parsing the sample turns back" in str(err.value)
+
+
+def test_a_backtracking_candidate_is_stopped_by_the_deadline():
+    # A real runaway pattern (a repeat of two ways to match the same text, on a text it cannot match) ends at
+    # the draft's deadline.
+    from parsing.doctor.draft import _Analysis
+
+    analysis = _Analysis(CHATML, None, None, time.monotonic() + 0.5)
+    compiled = parsing.load_template({"start_anchor": "<start>", "fields": {
+        "content": {"open_pattern": r"^(?:a|a)+!", "close": "<end>"}}})
+    t0 = time.monotonic()
+    with pytest.raises(DraftError) as err:
+        analysis.parse_back("a" * 64 + "<end>", compiled, "")
+    assert "time budget" in str(err.value)
+    assert time.monotonic() - t0 < 60  # stopped, not run to completion (2**64 steps)
