@@ -31,11 +31,53 @@ def free_port() -> int:
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# How `start_app` runs app.py with ``memory_report``: on SIGUSR1 the app runs a full garbage collection, then writes
+# the bytes (``sys.getsizeof``) of every Python object still alive to the report file (one integer). Counting
+# objects, not the process's resident memory, leaves out what the allocator keeps of freed memory (which depends on
+# which threads ran the work) and garbage not yet collected: the number depends on what the app holds, not on
+# timing. Nothing runs until the signal, so the app serves at its usual speed.
+_MEASURED_APP = """
+import gc, os, runpy, signal, sys
+
+report = sys.argv[1]
+sys.argv = sys.argv[2:]
+
+
+def live_bytes():
+    gc.collect()
+    seen = set()
+    todo = gc.get_objects()
+    seen.update((id(seen), id(todo)))  # the walk's own bookkeeping is not the app's
+    total = 0
+    while todo:  # every object the collector tracks, then what they refer to that it does not (str, int, ...)
+        fresh = []
+        for o in todo:
+            if id(o) not in seen:
+                seen.add(id(o))
+                total += sys.getsizeof(o)
+                fresh.append(o)
+        todo = [r for r in gc.get_referents(*fresh) if not gc.is_tracked(r)]
+    return total
+
+
+def on_signal(signum, frame):
+    size = live_bytes()
+    with open(report + ".part", "w") as fh:
+        fh.write(str(size))
+    os.replace(report + ".part", report)
+
+
+signal.signal(signal.SIGUSR1, on_signal)
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0,
-              preexec_fn=None) -> tuple[subprocess.Popen, str]:
+              preexec_fn=None, memory_report: Path | None = None) -> tuple[subprocess.Popen, str]:
     """Start ``python app.py --port PORT *args`` offline on a free loopback port, output to ``log``.
 
     ``preexec_fn``: run in the child before ``app.py`` starts (as `subprocess.Popen`'s; e.g. to lower a limit).
+    ``memory_report``: a file the app writes the size of its live Python objects to on request (`live_memory`).
 
     Returns ``(proc, url)`` (``http://127.0.0.1:PORT/``) once ``ready(url)`` returns without raising; fails the
     test with the log's tail if the app exits or is not ready within ``startup_timeout`` seconds.
@@ -46,7 +88,9 @@ def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0,
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
     env.pop("SPACE_ID", None)
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *args], cwd=ROOT, env=env,
+        launcher = [sys.executable] if memory_report is None else [sys.executable, "-c", _MEASURED_APP,
+                                                                    str(memory_report)]
+        proc = subprocess.Popen([*launcher, "app.py", "--port", str(port), *args], cwd=ROOT, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + startup_timeout
@@ -59,6 +103,24 @@ def start_app(args: list[str], log: Path, ready, startup_timeout: float = 240.0,
                 proc.kill()
                 pytest.fail("the app did not start:\n" + log.read_text()[-3000:])
             time.sleep(1)
+
+
+def live_memory(proc: subprocess.Popen, report: Path, timeout: float = 300.0) -> int:
+    """Bytes of the Python objects alive in an app started with ``memory_report=report``, after a full garbage
+    collection (``sys.getsizeof`` of each, counted once; memory the allocator keeps after a free is not counted).
+
+    Fails the test when the app does not answer within ``timeout`` seconds.
+    """
+    import pytest
+
+    report.unlink(missing_ok=True)
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while not report.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("the app did not report its memory")
+        time.sleep(0.05)
+    return int(report.read_text())
 
 
 class ServeProcess:
