@@ -991,16 +991,66 @@ def _split_path(path: str) -> list:
     return out
 
 
-def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
+def locate_json_path(text: str, path: str, char: int | None = None) -> tuple[int | None, int | None]:
     """1-based (line, column) of the value at ``path`` inside the JSON ``text``.
 
     For an object member the position is that of its key; for a list item, of
     the item. Returns ``(None, None)`` when the path cannot be found (e.g. the
     path names a key that is missing, such as a required key). Used by the
     playground to point the editor at a fault.
+
+    With ``char`` (a 0-based offset into the string value at ``path``, such as a `TemplateError`'s
+    ``pattern_pos``): the position of that character of the string in the text, an escape (``\\\\``, ``\\"``,
+    ``\\n``, ``\\u00e9``, a surrogate pair ``\\ud83d\\ude00``) counting as the one character it stands for; the
+    closing quote for ``char`` equal to the string's length. ``(None, None)`` when the value at ``path`` is not a
+    string, is shorter, or cannot be found (no nearest ancestor then). Columns count characters (code points).
     """
-    if not path:
+    if char is not None:
+        start = _json_offset(text, path, value=True) if path else None
+        pos = None if start is None else _json_string_char(text, start, char)
+    elif not path:
         return (1, 1) if text else (None, None)
+    else:
+        pos = _json_offset(text, path, value=False)
+        if pos is None:
+            # Fall back to the deepest existing ancestor, so the editor still points somewhere useful.
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            if parent and parent != path:
+                return locate_json_path(text, parent)
+    if pos is None:
+        return None, None
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, column
+
+
+# One escape of a JSON string; a high and a low surrogate escape together decode to one character.
+_JSON_ESCAPE = _stdlib_re.compile(r'\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}'
+                                  r'|u[0-9a-fA-F]{4}|["\\/bfnrt])')
+
+
+def _json_string_char(text: str, start: int, char: int) -> int | None:
+    """Offset in ``text`` of character ``char`` of the JSON string literal at ``start`` (its opening quote), or
+    None when no string starts there or it is shorter than ``char``."""
+    if char < 0 or start >= len(text) or text[start] != '"':
+        return None
+    i = start + 1
+    for _ in range(char):
+        if i >= len(text) or text[i] == '"':
+            return None
+        if text[i] == "\\":
+            m = _JSON_ESCAPE.match(text, i)
+            if m is None:
+                return None
+            i = m.end()
+        else:
+            i += 1
+    return i if i < len(text) else None
+
+
+def _json_offset(text: str, path: str, value: bool) -> int | None:
+    """Offset in the JSON ``text`` of the member key (``value`` False) or the value (True) at ``path``, or of
+    the list item there; None when the path is not found."""
     wanted = _split_path(path)
     decoder = json.JSONDecoder()
     ws = _stdlib_re.compile(r"[ \t\n\r]*")
@@ -1033,7 +1083,7 @@ def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
                     return None
                 i = skip(i + 1)
                 if key == target:
-                    if depth + 1 == len(wanted):
+                    if depth + 1 == len(wanted) and not value:
                         return key_start
                     return find(i, depth + 1)
                 i = value_end(i)
@@ -1059,16 +1109,7 @@ def locate_json_path(text: str, path: str) -> tuple[int | None, int | None]:
             return None
         return None
 
-    pos = find(0, 0)
-    if pos is None:
-        # Fall back to the deepest existing ancestor, so the editor still points somewhere useful.
-        parent = path.rsplit(".", 1)[0] if "." in path else ""
-        if parent and parent != path:
-            return locate_json_path(text, parent)
-        return None, None
-    line = text.count("\n", 0, pos) + 1
-    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return line, column
+    return find(0, 0)
 
 
 __all__ = ["CompiledTemplate", "Delimiter", "FieldSpec", "TemplateRecursionError", "TemplateTypeError",

@@ -572,25 +572,36 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
     if fault is not None and f"at position {fault}" not in getattr(problem, "message", ""):
         # the message quotes `regex`, which names where it gave up (the pattern's end for an unclosed `[` or `(`)
         where.append(f"(the fault starts at position {fault} of the pattern)")
+    # where that character is in the JSON text (escapes such as \\ or \u00e9 in the string take more columns)
+    at_line, at_column = (_locate(text, getattr(problem, "path", ""), fault) if fault is not None and text
+                          else (None, None))
+    if at_line and where and where[-1].startswith("(the fault starts"):
+        where[-1] = where[-1][:-1] + f": line {at_line}, column {at_column})"
     snippet = ""
     if line and text:
         lines = text.splitlines()
         rows = []
         for i in range(max(1, line - 1), min(len(lines), line + 1) + 1):
-            row = f"{i:4d} | {escape(lines[i - 1])}"
+            row = escape(lines[i - 1])
+            if i == at_line and at_column <= len(lines[i - 1]):
+                row_text, c = lines[i - 1], at_column - 1
+                row = (f'{escape(row_text[:c])}<span class="tpl-fault">{escape(row_text[c])}</span>'
+                       f'{escape(row_text[c + 1:])}')
+            row = f"{i:4d} | {row}"
             rows.append(f"<mark>{row}</mark>" if i == line else row)
         snippet = "<pre>" + "\n".join(rows) + "</pre>"
     # mark the line in the editor itself (CodeMirror draws one .cm-line per line; the rule goes away
-    # with this message once the template is valid again)
+    # with this message once the template is valid again); the page's script marks the fault's column in it
     mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:var(--tpl-bad-line);"
             f"outline:1px solid var(--tpl-bad-border)}}</style>") if line else ""
-    return (f'{src}<div class="tpl-bad" id="tpl-error" data-line="{line or ""}" '
+    at = f' data-fault-line="{at_line}" data-fault-column="{at_column}"' if at_line else ""
+    return (f'{src}<div class="tpl-bad" id="tpl-error" data-line="{line or ""}"{at} '
             f'data-path="{escape(getattr(problem, "path", ""))}">{icon("error")} '
             f'{escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')
 
 
-def _locate(text: str, path: str) -> tuple[int | None, int | None]:
+def _locate(text: str, path: str, char: int | None = None) -> tuple[int | None, int | None]:
     try:
-        return locate_json_path(text, path)
+        return locate_json_path(text, path, char)
     except Exception:  # noqa: BLE001 - a best-effort pointer; the message names the path anyway
         return None, None

@@ -143,6 +143,10 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
  overflow-x:auto;max-width:100%}
 .tpl-bad mark{background:color-mix(in srgb,var(--err-color) 30%,var(--background-fill-primary));
  color:var(--body-text-color)}
+/* the character where a bad regex goes wrong: in the excerpt, and in the editor (the page's script) */
+.tpl-bad .tpl-fault{background:var(--err-color);color:var(--background-fill-primary)}
+::highlight(tpl-fault){background-color:#dc2626;color:#ffffff}
+body.dark ::highlight(tpl-fault){background-color:#f87171;color:#111827}
 #inspector{min-height:80px}
 .insp,.insp-hint{font-size:13px;color:var(--body-text-color)}
 .insp-hint{color:var(--tl-muted)}
@@ -319,11 +323,42 @@ JS = r"""
     const reset = () => { const sc = q('#template .cm-scroller'); if (sc) sc.scrollLeft = 0; };
     requestAnimationFrame(() => { reset(); setTimeout(reset, 50); });
   }
+  // A bad regex: the status names the line and column of the fault's character in the JSON text
+  // (#tpl-error's data-fault-line/-column, columns in characters); mark that character in the editor with a
+  // CSS highlight, which leaves CodeMirror's own DOM alone. Redone when CodeMirror redraws the line.
+  function markFault() {
+    if (!window.CSS || !CSS.highlights || typeof Highlight === 'undefined') return;
+    const bad = q('#tpl-error[data-fault-line]');
+    const line = bad && qa('#template .cm-content > .cm-line')[+bad.dataset.faultLine - 1];
+    if (!line) { CSS.highlights.delete('tpl-fault'); return; }
+    let left = +bad.dataset.faultColumn - 1;  // characters before the fault: code points, as the server counts
+    const walk = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      const chars = Array.from(node.data);
+      if (left < chars.length) {
+        const at = chars.slice(0, left).join('').length;  // UTF-16 units, as a Range counts
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + chars[left].length);
+        CSS.highlights.set('tpl-fault', new Highlight(range));
+        return;
+      }
+      left -= chars.length;
+    }
+    CSS.highlights.delete('tpl-fault');
+  }
   (function hook(tries) {  // the script may run before the page's components are drawn
     const status = q('#template-status');
     if (!status) { if (tries < 100) setTimeout(() => hook(tries + 1), 100); return; }
     editorReplaced();
-    new MutationObserver(editorReplaced).observe(status, {childList: true, subtree: true});
+    markFault();
+    new MutationObserver(() => { editorReplaced(); markFault(); }).observe(status, {childList: true, subtree: true});
+  })(0);
+  (function hookEditor(tries) {
+    const content = q('#template .cm-content');
+    if (!content) { if (tries < 100) setTimeout(() => hookEditor(tries + 1), 100); return; }
+    markFault();
+    new MutationObserver(markFault).observe(content, {childList: true, subtree: true, characterData: true});
   })(0);
 }
 """

@@ -86,22 +86,37 @@ def test_broken_template_shows_error_then_fix_reparses(page):
     spec = json.loads(good)
     # 1. a regex that does not compile: error with JSON path and line, nothing crashes
     broken = dict(spec)
-    broken["fields"] = dict(spec["fields"], reasoning_content={"open_pattern": "<think>(", "close": "</think>"})
+    pattern = "\\s*\u00e9<think>(x"  # written \\s*\u00e9 in the JSON text: the fault's column is past the escapes
+    broken["fields"] = dict(spec["fields"], reasoning_content={"open_pattern": pattern, "close": "</think>"})
     set_code(page, "template", json.dumps(broken, indent=2))
     page.wait_for_function("document.querySelector('#tpl-error') && "
                            "document.querySelector('#tpl-error').dataset.path === "
                            "'fields.reasoning_content.open_pattern'")
     line = int(page.get_attribute("#tpl-error", "data-line"))
-    assert "open_pattern" in json.dumps(broken, indent=2).splitlines()[line - 1]
+    row = json.dumps(broken, indent=2).splitlines()[line - 1]
+    assert "open_pattern" in row
     # the faulty line is marked in the editor itself
     marked = page.evaluate("n => getComputedStyle(document.querySelectorAll('#template .cm-content > .cm-line')"
                            "[n - 1]).backgroundColor", line)
     assert marked == "rgb(254, 202, 202)"
+    # ... and in it the character where the pattern goes wrong (the unclosed `(`), with a CSS highlight
+    page.wait_for_function("() => CSS.highlights.has('tpl-fault')")
+    fault = page.evaluate("""() => {
+        const r = [...CSS.highlights.get('tpl-fault')][0];
+        const line = r.startContainer.parentElement.closest('.cm-line');
+        const before = document.createRange();
+        before.setStart(line, 0);
+        before.setEnd(r.startContainer, r.startOffset);
+        return {text: r.toString(), line: [...line.parentElement.children].indexOf(line) + 1,
+                column: before.toString().length + 1};
+    }""")
+    assert fault == {"text": "(", "line": line, "column": row.index("(") + 1}
     assert "Let me check." in page.inner_text("#timeline")  # the last good parse is still drawn
     # 2. JSON syntax error is shown with its line too
     set_code(page, "template", '{\n  "fields": {,\n}')
     page.wait_for_function("document.querySelector('#tpl-error') && "
                            "document.querySelector('#tpl-error').dataset.line === '2'")
+    page.wait_for_function("() => !CSS.highlights.has('tpl-fault')")  # no regex fault now: no character marked
     # 3. fix it with a renamed field: the last raw output is re-parsed at once, without generating
     fixed = dict(spec)
     fixed["fields"] = dict(spec["fields"])

@@ -69,6 +69,29 @@ def test_locate_json_path_finds_keys_and_items():
     assert text.splitlines()[line - 1][col - 1:].startswith('"a"')
 
 
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_locate_json_path_finds_a_character_of_a_string_past_its_escapes(ensure_ascii):
+    # \\ and \" take two columns, \u00e9 six, a character outside the BMP one (raw) or twelve (a surrogate
+    # pair of escapes), a lone surrogate six: the column of pattern character k is where the JSON text of the
+    # string's first k characters ends
+    pattern = 'a\\"b\u00e9\U0001F600\ud800\\[x'
+    spec = {"start_anchor": "X", "fields": {"a": {"open_pattern": pattern, "close": ["y", pattern]}}}
+    text = json.dumps(spec, indent=2, ensure_ascii=ensure_ascii)
+    for path in ("fields.a.open_pattern", "fields.a.close[1]"):
+        key_line, _ = locate_json_path(text, path)
+        for k in range(len(pattern) + 1):
+            line, col = locate_json_path(text, path, k)
+            row = text.splitlines()[line - 1]
+            opening = row.index(json.dumps(pattern, ensure_ascii=ensure_ascii))
+            assert line == key_line and json.loads(row[opening:col - 1] + '"') == pattern[:k], (path, k)
+        assert text.splitlines()[line - 1][col - 1] == '"'  # k == len(pattern): the closing quote
+        assert locate_json_path(text, path, len(pattern) + 1) == (None, None)  # past the string's end
+    assert locate_json_path(text, "fields.a", 0) == (None, None)  # not a string
+    assert locate_json_path(text, "fields.b.open_pattern", 0) == (None, None)  # not there: no ancestor either
+    written = '{"p": "a\\/b\\n\\tc("}'  # typed by hand: \/ (json.dumps never writes it), \n, \t
+    assert locate_json_path(written, "p", json.loads(written)["p"].index("(")) == (1, written.index("(") + 1)
+
+
 def test_template_file_and_text_inputs(tmp_path):
     spec = {"start_anchor": "X", "fields": {"content": {}}}
     path = tmp_path / "t.json"

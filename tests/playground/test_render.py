@@ -239,6 +239,36 @@ def test_template_status_points_at_a_bad_regex_fault_the_message_does_not_name()
         raise AssertionError("bad regex accepted")
 
 
+def test_template_status_gives_the_column_of_a_bad_regex_fault_past_the_escapes():
+    # the unclosed `(` is pattern character 11; in the JSON text \\ and \u00e9 (ensure_ascii) take more columns
+    pattern = "\\s*\u00e9<think>(x"
+    text = json.dumps({"start_anchor": "x", "fields": {"a": {"open_pattern": pattern}}}, indent=2)
+    try:
+        parsing.loads_template(text)
+    except parsing.TemplateError as p:
+        assert p.pattern_pos == pattern.index("(")
+        out = render.template_status_html(p, text)
+    else:  # pragma: no cover
+        raise AssertionError("bad regex accepted")
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "open_pattern" in row)
+    column = text.splitlines()[line - 1].index("(") + 1
+    assert column > text.splitlines()[line - 1].index('"\\\\s') + 1 + 1 + pattern.index("(")  # the escapes count
+    assert f'data-fault-line="{line}" data-fault-column="{column}"' in out
+    assert f"the fault starts at position {pattern.index('(')} of the pattern: line {line}, column {column})" in out
+    assert '<span class="tpl-fault">(</span>x' in out  # and in the excerpt
+    # a fault the message names itself still gets its column
+    agreed = text.replace(json.dumps(pattern), json.dumps("\\sb)c"))
+    try:
+        parsing.loads_template(agreed)
+    except parsing.TemplateError as p:
+        out = render.template_status_html(p, agreed)
+        assert "at position 3" in p.message and "the fault starts" not in out
+        row = agreed.splitlines()[line - 1]
+        assert f'data-fault-column="{row.index(")") + 1}"' in out and '<span class="tpl-fault">)</span>' in out
+    else:  # pragma: no cover
+        raise AssertionError("bad regex accepted")
+
+
 def test_bidi_controls_are_shown_as_markers_everywhere():
     rlo = "\u202e"
     raw = f"x{rlo}y\n</think>\nok<tool_call>\n{{\"name\": \"f\", \"arguments\": {{}}}}\n</tool_call><|im_end|>"
