@@ -26,8 +26,12 @@ def _check(r, n):
     assert r["same_text_as_bare"] and r["parse_errors"] == 0
     assert r["pipeline_updates"] >= 1 and r["pipeline_chunks"] >= 1
     assert r["bare_tokens_per_s"] > 0 and r["pipeline_tokens_per_s"] > 0
-    assert r["overhead_percent"] == pytest.approx(100 * (1 - r["pipeline_tokens_per_s"] / r["bare_tokens_per_s"]),
-                                                  abs=0.2)
+    # Both rates are rounded to 0.1 tokens/s and the percentage to 0.1: the percentage of the unrounded rates lies
+    # in this range (a fixed tolerance was too tight where the rates are small, on a slow or loaded machine).
+    pipe, bare = r["pipeline_tokens_per_s"], r["bare_tokens_per_s"]
+    low = 100 * (1 - (pipe + 0.05) / (bare - 0.05)) - 0.05 - 1e-9
+    high = 100 * (1 - (pipe - 0.05) / (bare + 0.05)) + 0.05 + 1e-9
+    assert low <= r["overhead_percent"] <= high, (r["overhead_percent"], pipe, bare)
     assert 0 < r["pipeline_first_chunk_ms"] <= r["pipeline_first_update_ms"]
     assert r["gpu_decorator_noop"]
 
