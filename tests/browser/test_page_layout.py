@@ -45,7 +45,7 @@ def test_first_screen_holds_editor_chat_and_timeline(browser, app_url):
         ctx.close()
 
 
-def test_stop_is_enabled_only_while_a_run_goes(page):
+def test_stop_is_enabled_only_while_a_run_goes(page, monkeypatch):
     assert page.is_disabled("#stop")
     assert page.is_disabled("#replay")  # "Replay last run": nothing to replay yet
     # a replay
@@ -65,7 +65,11 @@ def test_stop_is_enabled_only_while_a_run_goes(page):
     wait_status(page, "Stopped", timeout=30000)
     page.wait_for_selector(FINAL)
     page.wait_for_selector("#stop[disabled]", timeout=10000)
-    # a replay can be stopped too
+    # a replay can be stopped too: paced over minutes (the app runs in this process), so it is still going when the
+    # click lands however slow the machine is (a 3 s replay could end between Stop enabling and the click)
+    from playground.streaming import Pacer
+
+    monkeypatch.setattr(Pacer, "for_replay", classmethod(lambda cls, n_chunks, seconds=0: cls(300 / max(1, n_chunks))))
     paste(page, "Thinking a lot. " * 200 + "\n</think>\nDone.<|im_end|>", PREFIX, button="#paste-replay")
     page.wait_for_selector("#stop:not([disabled])", timeout=30000)
     t = time.time()
