@@ -328,16 +328,22 @@ def keep_edits(sess: Session) -> Session:
     return sess
 
 
-def restore_editor(sess: Session, stored: Any, page: PageConfig) -> Session:
-    """Page load: bring back the editor text this browser kept (`gr.BrowserState`), when it differs."""
-    if not isinstance(stored, dict) or not isinstance(stored.get("text"), str) or not stored["text"].strip():
+def restore_editor(sess: Session, text: Any, page: PageConfig) -> Session:
+    """Page load: the editor's text as the page's script put it back from this browser's kept copy (see
+    `playground.theme.LOAD_EDITOR_JS`); nothing to do when it is the session's own text. A text longer than this
+    server's template size limit stays in the editor, refused unread like a typed one (`Session.refuse_edit`: the
+    size message under the editor), and the status line says it was restored."""
+    if not isinstance(text, str) or not text.strip() or text == sess.template_text:
         return sess
-    text = stored["text"]
-    page.limits.check_size("The saved template", text, "max_template_chars")
-    if text == sess.template_text or not stored.get("edited"):
+    restored = "Restored the template you were editing in this browser."
+    try:
+        page.limits.check_size("The template", text, "max_template_chars")
+    except ValueError as exc:
+        sess.refuse_edit(str(exc))
+        sess.say(f"{restored} {exc}", "error", "template")
         return sess
-    sess.restore(text, Origin(str(stored.get("kind") or "browser"), str(stored.get("name") or "")))
-    sess.say("Restored the template you were editing in this browser.", "info", "template")
+    sess.restore(text, Origin("browser", ""))
+    sess.say(restored, "info", "template")
     return sess
 
 

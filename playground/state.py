@@ -1,8 +1,7 @@
 """The state of one browser session: the page's single source of truth, and the only ways it changes.
 
 Every view of the page (status line, editor, template status, library picker, confirmation bar, chat, input
-boxes, buttons, timeline, legend, event log, message, parsed turn, check badge, inspector, the browser's saved
-copy of the editor) is derived from one `Session` by `playground.views`. Handlers (`playground.handlers`) only
+boxes, buttons, timeline, legend, event log, message, parsed turn, check badge, inspector) is derived from one `Session` by `playground.views`. Handlers (`playground.handlers`) only
 call the transitions below; each transition bumps the version of what it changed, and after every event the
 page redraws exactly the views whose inputs changed (`Session.changed`), so no view can show a stale value.
 
@@ -20,7 +19,7 @@ template: what the editor holds
     confirm()             pending -> applied;  keep_edits() pending -> dropped, edits kept
     edit(text)            typed in the editor: text and problem change, origin kept (the picker and the status
                           stop claiming an unedited template)
-    restore(text, origin) the browser's saved copy, at page load
+    restore(text, origin) the browser's kept copy of the editor, at page load
 
 model: which model Send uses
     ``in_use`` (the model last loaded successfully; None until one is), ``failure`` (the last failed load, with
@@ -288,7 +287,7 @@ class Session:
         return "Template valid; it applies to the next run."
 
     def restore(self, text: str, origin: Origin) -> None:
-        """The browser's saved copy of the editor (page load): its text, still counted as edits of ``origin``."""
+        """The browser's kept copy of the editor (page load): its text, still counted as edits of ``origin``."""
         baseline = self.baseline if origin == self.origin else None
         self._apply(text, origin)
         if baseline is not None:

@@ -13,6 +13,11 @@ copies every custom rule under its container's selector, and only a leading ``.d
 `JS` wires what needs no server round trip: hovering a legend swatch or a field's key in the editor highlights
 that field's regions; clicking a timeline span selects the event-log rows of its events, and clicking a row
 selects and scrolls to its span; both pin the inspector through the hidden ``#inspect-request`` box.
+
+The editor's text is kept in this browser as it is typed (`SAVE_EDITOR_JS`, localStorage under
+`EDITOR_STORE_KEY`), whatever its size and before the server has answered; `LOAD_EDITOR_JS` puts it back into the
+editor at page load (the server then reads it: `playground.handlers.restore_editor`), and `JS` forgets it when the
+page itself replaces the editor's text with one that is not an edit (a library pick, an example, a confirmed offer).
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
  --neutral-color:#94a3b8;--held-color:#fbbf24;--err-color:#f87171;--tpl-bad-line:#7f1d1d;--tpl-bad-border:#f87171;
  --tpl-warn-line:#713f12}
 """ + _field_css() + """
+#editor-kept .editor-kept-full{margin-top:4px;padding:6px 10px;border-left:3px solid var(--err-color);
+ color:var(--body-text-color);background:color-mix(in srgb,var(--err-color) 10%,var(--background-fill-primary));
+ font-size:var(--text-sm)}
 /* ---------------------------------------------------------------- page layout (1400x900: editor, chat and
    the top of the timeline on the first screen) */
 .gradio-container .main{padding-top:0 !important}
@@ -204,6 +212,40 @@ code .token.number,code .token.boolean,code .token.null,code .token.keyword{colo
 }
 """
 
+#: localStorage key of the editor's kept text: ``{"text": str, "saved": ms since the epoch}`` (plain JSON)
+EDITOR_STORE_KEY = "response-template-playground-editor"
+
+#: Client-side handler of the editor's ``input`` event (``js=``; the editor's text in, `#editor-kept`'s HTML out):
+#: keeps the text in localStorage. When the browser refuses (its storage for this site is full), the older copy is
+#: dropped, so a reload cannot bring back a text older than the one the note says is not kept.
+SAVE_EDITOR_JS = r"""
+(text) => {
+  const key = "__KEY__";
+  try {
+    localStorage.setItem(key, JSON.stringify({text: text, saved: Date.now()}));
+    return '';
+  } catch (err) {
+    try { localStorage.removeItem(key); } catch (e) {}
+    const n = (text || '').length.toLocaleString('en-US');
+    return '<div class="editor-kept-full" role="alert">This browser\'s storage for this site is full: the ' +
+      'editor\'s text (' + n + ' characters) is not kept here, and a reload would bring back the built-in ' +
+      'template. Copy the text somewhere safe, or free this site\'s storage in the browser\'s settings.</div>';
+  }
+}
+""".replace("__KEY__", EDITOR_STORE_KEY)
+
+#: Client-side page-load step (``js=``; the editor's text in and out): the kept text, when there is one, else the
+#: editor's own.
+LOAD_EDITOR_JS = r"""
+(current) => {
+  try {
+    const kept = JSON.parse(localStorage.getItem("__KEY__") || 'null');
+    if (kept && typeof kept.text === 'string' && kept.text.trim()) return kept.text;
+  } catch (err) {}
+  return current;
+}
+""".replace("__KEY__", EDITOR_STORE_KEY)
+
 JS = r"""
 () => {
   if (window.__rtpWired) return;
@@ -312,7 +354,8 @@ JS = r"""
   }
   document.addEventListener('click', () => { if (sel) watch(); });
   // The page replaced the editor's text (a library pick, an example, a confirmed offer: #editor-set's number
-  // changes with it): show the new text from its first column, not at the old text's horizontal scroll.
+  // changes with it): show the new text from its first column, not at the old text's horizontal scroll; a text
+  // that is not an edit is not kept (a reload starts from the page's own template, as without edits).
   let editorSet = null;
   function editorReplaced() {
     const mark = q('#editor-set');
@@ -320,6 +363,10 @@ JS = r"""
     const first = editorSet === null;
     editorSet = mark.dataset.n;
     if (first) return;
+    if (mark.dataset.edited === '0') {
+      try { localStorage.removeItem("__KEY__"); } catch (err) {}
+      qa('#editor-kept .editor-kept-full').forEach(n => n.remove());
+    }
     const reset = () => { const sc = q('#template .cm-scroller'); if (sc) sc.scrollLeft = 0; };
     requestAnimationFrame(() => { reset(); setTimeout(reset, 50); });
   }
@@ -361,4 +408,4 @@ JS = r"""
     new MutationObserver(markFault).observe(content, {childList: true, subtree: true, characterData: true});
   })(0);
 }
-"""
+""".replace("__KEY__", EDITOR_STORE_KEY)

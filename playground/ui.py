@@ -33,12 +33,9 @@ from .limits import Limits
 from .session import SKELETON_TEMPLATE, template_to_text
 from .state import Origin, Session
 
-# The editor's text kept in the visitor's browser (localStorage) under this key. Gradio encrypts a BrowserState
-# with a random secret per start unless given one: the app's next start (a Space waking up, a redeploy) could then
-# not read back what the visitor was editing. The value is the visitor's own template in their own browser, so a
-# fixed secret hides nothing that needs hiding.
-EDITOR_STORE_KEY = "response-template-playground-editor"
-EDITOR_STORE_SECRET = "response-template-playground"
+# The editor's text is kept in the visitor's browser by the page's own script (localStorage, as it is typed:
+# `theme.SAVE_EDITOR_JS`), under this key; one source for it: `theme.EDITOR_STORE_KEY`.
+EDITOR_STORE_KEY = theme.EDITOR_STORE_KEY
 
 SPEC_URL = "https://huggingface.co/docs/transformers/main/en/chat_response_parsing"
 
@@ -221,6 +218,8 @@ def _render_editor(p: _Page, sess: Session, families: list[str]) -> None:
     p.editor = gr.Code(value=sess.template_text, language="json", label="Response template", lines=15,
                        max_lines=15, elem_id="template")
     p.template_status = gr.HTML(views.initial(sess, "template_status"), elem_id="template-status")
+    # written by the page's script alone: why the editor's text is not kept in this browser (its storage is full)
+    p.editor_kept = gr.HTML("", elem_id="editor-kept", padding=False, container=False)
 
 
 def _render_timeline(p: _Page, remotes: list, allow_any: bool) -> None:
@@ -321,8 +320,8 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     def confirm_replace(sess, session_hash=None):
         return handlers.confirm_replace(sess, page, session_hash)
 
-    def restore_editor(sess, stored):
-        return handlers.restore_editor(sess, stored, page)
+    def restore_editor(sess, text):
+        return handlers.restore_editor(sess, text, page)
 
     def offer_template(sess, offered):
         return handlers.offer_template(sess, offered, page)
@@ -335,7 +334,15 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     on(p.library.input, plain(pick_library), [p.library])
     on(p.confirm_yes.click, streaming(confirm_replace), [], concurrency_limit=8, concurrency_id="replay")
     on(p.confirm_no.click, plain(handlers.keep_edits), [])
-    on(demo.load, plain(restore_editor), [p.store], show_progress="hidden")
+    # the browser's copy of the editor: written as it is typed, in the browser (no server round trip: a reload
+    # while the server still works on the edit keeps it, and a text over the server's size cap is kept too); at
+    # page load the page's script puts it back into the editor, then the server reads it
+    p.editor.input(None, [p.editor], [p.editor_kept], js=theme.SAVE_EDITOR_JS, queue=False,
+                   show_progress="hidden")
+    restored = plain(restore_editor)
+    restored.checks_own_sizes = ("max_template_chars",)  # an over-cap copy is restored and said under the editor
+    loaded = demo.load(None, [p.editor], [p.editor], js=theme.LOAD_EDITOR_JS, queue=False, show_progress="hidden")
+    on(loaded.then, restored, [p.editor], show_progress="hidden")
 
     # the model
     def load_model(sess, name, backend, url):
@@ -469,7 +476,6 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     p = _Page()
     with api_calls.PlaygroundBlocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
         p.session = gr.State(sess, time_to_live=limits.session_ttl, delete_callback=_forget_session)
-        p.store = gr.BrowserState({}, storage_key=EDITOR_STORE_KEY, secret=EDITOR_STORE_SECRET)
         _render_header(p)
         _render_model_row(p, sess, default_model, remotes, allow_any_remote)
         with gr.Row():
@@ -532,5 +538,8 @@ def _forget_session(sess) -> None:
 
 
 def launch_kwargs() -> dict:
-    """Keyword arguments for ``demo.launch`` that the app needs: the stylesheet and the page's script."""
-    return {"css": theme.CSS + remote_panel.CSS, "js": theme.JS}
+    """Keyword arguments for ``demo.launch`` that the app needs: the stylesheet, the page's script, and Gradio's run
+    history turned off."""
+    # Gradio's run history (the footer's "Runs") would keep every call's inputs and outputs in this browser's
+    # localStorage: ~0.5 MB per 200 KB paste, in the 5 MB an origin gets, next to the editor's kept text
+    return {"css": theme.CSS + remote_panel.CSS, "js": theme.JS, "run_history": False}

@@ -52,9 +52,9 @@ def editor(p: _Pass) -> str:
 def template_status(p: _Pass) -> str:
     s = p.sess
     # #editor-set counts the page's replacements of the editor's text (not typing): the page's script then scrolls
-    # the editor back to its first column
+    # the editor back to its first column, and forgets this browser's kept copy when the new text is not an edit
     return (render.template_status_html(s.problem, s.template_text, origin=s.origin.describe(), edited=s.edited)
-            + f'<span id="editor-set" data-n="{s.versions["editor"]}" hidden></span>')
+            + f'<span id="editor-set" data-n="{s.versions["editor"]}" data-edited="{int(s.edited)}" hidden></span>')
 
 
 def library(p: _Pass) -> Any:
@@ -72,12 +72,6 @@ def confirm_text(p: _Pass) -> str:
     if pend is None:
         return ""
     return render.confirm_html(pend.label, p.sess.origin.describe())
-
-
-def store(p: _Pass) -> dict:
-    s = p.sess
-    return {"text": s.template_text, "kind": s.origin.kind, "name": s.origin.name, "baseline_kind": s.origin.kind,
-            "edited": s.edited}
 
 
 def chatbot(p: _Pass) -> Any:
@@ -213,7 +207,6 @@ VIEWS: list[tuple[str, tuple[str, ...], Callable[[_Pass], Any]]] = [
     ("library", ("template",), library),
     ("confirm", ("template",), confirm),
     ("confirm_text", ("template",), confirm_text),
-    ("store", ("template",), store),
     ("chatbot", ("chat",), chatbot),
     ("user_box", ("inbox",), _inbox("user")),
     ("tool_box", ("inbox", "phase"), tool_box),

@@ -158,12 +158,12 @@ def test_editor_text_is_kept_per_browser(browser, app_url):
     ctx, page = open_app(browser, app_url)
     try:
         set_code(page, "template", json.dumps(edited, indent=2))
-        # the last edit event is done (valid and edited: the intermediate texts typing makes are not valid), and
-        # its update also wrote the store
+        # the last edit event is done (valid and edited: the intermediate texts typing makes are not valid); the
+        # page's script kept the text as it was typed
         page.wait_for_function("() => document.querySelector('#template-status #tpl-ok') && "
                                "document.querySelector('#template-status').innerText.includes('edited')")
-        # (gr.BrowserState keeps its value encrypted under its storage key; Gradio keeps other keys there too)
-        page.wait_for_function("() => localStorage.getItem('response-template-playground-editor') !== null")
+        page.wait_for_function("() => (localStorage.getItem('response-template-playground-editor') || '')"
+                               ".includes('across reloads')")
         page.reload(wait_until="domcontentloaded")
         page.wait_for_selector("#template .cm-line")
         wait_code(page, "template", edited)
