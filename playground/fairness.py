@@ -14,6 +14,12 @@ client sent: the left-most entries are the client's to write, so the visitor is 
 proxy's own (private, loopback or link-local) address (`forwarded_client`). A client that writes its own
 ``X-Forwarded-For`` is still counted under the address the proxy saw. Gradio has no hook for this, so `install`
 wraps the queue's ``push`` (checked against gradio 6.31 by ``tests/playground/test_client_fairness.py``).
+
+Answers never read count too. Gradio keeps each finished job's messages (its whole output) for its session until a
+``/queue/data`` stream reads them; a client that joins and never reads piles them up without bound: trial 12's
+follow-up joined 100 paste parses (0.46 MB answers) under one session hash without reading: 56 taken, +57 MB
+kept. A finished job whose answer is unread still counts against its client, and a session whose answers have all
+been unread for `UNREAD_TTL_S` has them dropped (a page reads its answers within milliseconds).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from typing import Any
 # A job older than this no longer counts against its client, whatever Gradio's bookkeeping says (so a job that
 # Gradio never cleared cannot lock its client out for good); longer than any request budget or a public turn.
 STALE_AFTER_S = 600.0
+# A session whose jobs have all finished, with answers unread for this long, has its answers dropped.
+UNREAD_TTL_S = 60.0
 
 
 def _address(entry: str) -> Any:
@@ -84,8 +92,8 @@ def refusal_text(per_client: int) -> str:
     """What a refused client is told (the detail of the HTTP 503 answer, shown by the page)."""
     jobs = "job" if per_client == 1 else "jobs"
     return (f"This server runs at most {per_client} {jobs} at a time per visitor, and yours are still waiting or "
-            f"running: wait for them to finish, then try again. To run without this limit, run the playground on "
-            f"your own machine (python app.py).")
+            f"running (or finished, with answers not yet read): wait for them to finish, then try again. To run "
+            f"without this limit, run the playground on your own machine (python app.py).")
 
 
 def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
@@ -102,16 +110,46 @@ def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
     if queue is None or not hasattr(queue, "event_ids_to_events"):
         raise RuntimeError("fairness.install needs demo.queue(...) first (a gradio 6.31 queue)")
     original = queue.push
+    owners: dict[str, str] = {}  # session -> the client that joined its jobs (while it has answers pending)
+    unread_since: dict[str, float] = {}  # session -> since when it has had answers unread
+
+    def unread_per_client(now: float) -> dict[str, int]:
+        """Finished jobs with unread answers per client; drops the answers of sessions unread `UNREAD_TTL_S`."""
+        counts: dict[str, int] = {}
+        running = queue.event_ids_to_events
+        for session, ids in list(queue.pending_event_ids_session.items()):
+            finished = sum(1 for event_id in list(ids) if event_id not in running)
+            if not finished:
+                unread_since.pop(session, None)
+                continue
+            since = unread_since.setdefault(session, now)
+            if finished == len(ids) and now - since > UNREAD_TTL_S:
+                queue.pending_event_ids_session.pop(session, None)
+                queue.pending_messages_per_session.pop(session, None)
+                unread_since.pop(session, None)
+                continue
+            owner = owners.get(session)
+            if owner is not None:
+                counts[owner] = counts.get(owner, 0) + finished
+        for session in [s for s in owners if s not in queue.pending_event_ids_session]:
+            del owners[session]
+        for session in [s for s in unread_since if s not in queue.pending_event_ids_session]:
+            del unread_since[session]
+        return counts
 
     async def push(body: Any, request: Any, username: str | None):
         key = client_key(request, trust_forwarded)
+        now = time.monotonic()
+        unread = unread_per_client(now)
         if key is not None:
-            now = time.monotonic()
             busy = sum(1 for event in list(queue.event_ids_to_events.values())
                        if now - event.enqueue_time < STALE_AFTER_S
                        and client_key(event.request, trust_forwarded) == key)
-            if busy >= per_client:
+            if busy + unread.get(key, 0) >= per_client:
                 return False, refusal_text(per_client), "queue_full"
-        return await original(body, request, username)
+        result = await original(body, request, username)
+        if key is not None and result[0] and getattr(body, "session_hash", None):
+            owners[body.session_hash] = key
+        return result
 
     queue.push = push

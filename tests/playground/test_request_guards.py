@@ -226,3 +226,37 @@ def test_a_public_server_installs_both_guards_with_its_limits_and_a_private_one_
                             "m")[0]
     assert limits.body_timeout is None and limits.max_pending_body_mb == 1.5
     assert http_limits.session_id_ok("k3j9x0a1b2c") and not http_limits.session_id_ok("k3j9x0a1b2c\n")
+
+
+def test_answers_never_read_count_against_their_visitor_until_it_reads_them(server):
+    """Gradio keeps each finished job's answer until a stream reads it: one session joining and never reading piled
+    them up (56 answers of 0.46 MB: +57 MB, kept). Unread answers now take the visitor's job slots (4 in public)."""
+    from playground.fairness import refusal_text
+    from playground.limits import Limits
+
+    _, url = server
+    cap = Limits.public_space().max_jobs_per_client
+    session, visitor = "unread00001", "10.6.0.1"
+    taken, refused = 0, None
+    deadline = time.monotonic() + 120
+    while refused is None and time.monotonic() < deadline:
+        answer = _paste_join(url, session, visitor)
+        if answer.status_code == 503:
+            refused = answer
+        else:
+            assert answer.status_code == 200, answer.text
+            taken += 1
+            time.sleep(0.5)  # the job finishes; only its unread answer is left
+    assert refused is not None and refused.json()["detail"] == refusal_text(cap), "never refused"
+    assert taken == cap
+    completed = 0
+    with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={session}", timeout=120) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_completed":
+                completed += 1
+    assert completed == cap  # every answer was kept for its reader
+    deadline = time.monotonic() + 60
+    while (answer := _paste_join(url, session, visitor)).status_code == 503 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert answer.status_code == 200, answer.text
+    assert _completion(url, session)["success"]
