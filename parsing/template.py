@@ -33,6 +33,7 @@ from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
 from .shapes import Shape, shape_of, template_code_budget
+from .behind import lookbehind_reader
 from .escape_strings import escape_strings
 from .shapes import _literal as shapes_literal
 from .transform import PLACEHOLDER, check_transform_strings, compile_transform
@@ -694,7 +695,8 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
                 rests = ["|".join(alt for index, alt in alternatives if index == i) for i in range(len(behinds))]
                 guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL), regex.compile(rest, regex.DOTALL),
                                 _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags),
-                                balanced_quotes(behind) or escape_strings(behind))
+                                balanced_quotes(behind) or escape_strings(behind)
+                                or lookbehind_reader(behind))
                                for behind, rest in zip(behinds, rests))
                 variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
                 split = (guards, variants)
