@@ -98,8 +98,14 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
 
     for i, (open_d, close_d) in enumerate(string_delims):
         source = _delimited_source(open_d, close_d)
-        rewritten = run_regex(_compiled(source), "sub", pull, rewritten, limits=ctx,
-                              field=ctx.field, role=f"{ctx.path}string_delims[{i}]", source=source)
+        rest = 0
+        if type(open_d) is str and type(close_d) is str and open_d and close_d:
+            rewritten, rest = _pull_delimited(rewritten, open_d, close_d, pulled)
+            if rest == -1:
+                continue
+        done, rewritten = rewritten[:rest], rewritten[rest:]
+        rewritten = done + run_regex(_compiled(source), "sub", pull, rewritten, limits=ctx, field=ctx.field,
+                                     role=f"{ctx.path}string_delims[{i}]", source=source)
     if args.get("unquoted_keys", False):
         rewritten = _BARE_KEY.sub(_quote_key, rewritten)
     if pulled:  # one pass (a replace per string was quadratic: 32,000 strings in 256 KB took 10 s)
@@ -113,6 +119,37 @@ def parse_json(body: str, args: dict, ctx: ParseContext) -> Any:
             raise ValueError(f"json parser could not parse region as JSON.\nContent: {body!r}\nError: {exc}") from exc
         raise ValueError(f"json: could not parse after dialect transforms.\n"
                          f"Original: {body!r}\nTransformed: {rewritten!r}\nError: {exc}") from exc
+
+
+def _pull_delimited(text: str, open_d: str, close_d: str, pulled: list) -> tuple[str, int]:
+    """The ``string_delims`` rewrite of ``text`` (what ``sub`` of ``open_d(.*?)close_d`` with `parse_json`'s ``pull``
+    gives) by ``str.find``, as far as it is linear: ``(rewritten, -1)`` when done; ``(rewritten, i)`` when the
+    opener at ``i`` of the rewritten text has no closer after it: the rest, from ``i``, is left to the regex (each
+    later opener then scans to the end of the text, quadratic work the regex's time budget must see, as in the
+    reference). Both strings non-empty; the strings between the pair are appended to ``pulled``.
+
+    With DOTALL, ``.*?`` takes any text, so the regex's leftmost match starts at the first opener with a closer
+    after it, and ends at the first closer after that opener; the search goes on from there."""
+    out = []
+    pos = 0
+    width, close_width = len(open_d), len(close_d)
+    while True:
+        start = text.find(open_d, pos)
+        if start == -1:
+            break
+        stop = text.find(close_d, start + width)
+        if stop == -1:
+            out.append(text[pos:start])
+            done = "".join(out)
+            return done + text[start:], len(done)
+        out.append(text[pos:start])
+        pulled.append(text[start + width:stop])
+        out.append(f"{_HOLE_OPEN}{len(pulled) - 1}{_HOLE_CLOSE}")
+        pos = stop + close_width
+    if not pos:
+        return text, -1
+    out.append(text[pos:])
+    return "".join(out), -1
 
 
 def _parse_nested(raw: Any, value_parser: dict | None, ctx: ParseContext) -> Any:
