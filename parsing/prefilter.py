@@ -12,10 +12,11 @@ instead of at the scan position and return the same result (lookbehinds still se
 The reading covers literal characters and escapes, groups (capturing, named, non-capturing, atomic) with
 alternations, quantifiers (an optional atom ends the literal), positive lookaheads (their literal is text at
 the match start), zero-width assertions that consume nothing (negative lookahead, lookbehinds, ``\\b``,
-``\\B``), and ``^`` / ``\\A`` (with MULTILINE off they match only at the start of the searched string). It
-gives up on the whole pattern for inline flags other than ``s`` (global ones apply to the whole pattern in
-the ``regex`` module, wherever written; scoped ones include reverse search), fuzzy matching, ``\\K``,
-``\\G``, recursion, conditionals and anything unknown.
+``\\B``), and ``^`` / ``\\A`` (with MULTILINE off they match only at the start of the searched string). A
+global ``(?s)`` changes nothing (DOTALL is on for every delimiter already). It gives up on the whole pattern for
+inline flags other than ``s`` (global ones apply to the whole pattern in the ``regex`` module, wherever written;
+scoped ones include reverse search), fuzzy matching, ``\\K``, ``\\G``, recursion, conditionals and anything
+unknown.
 """
 
 from __future__ import annotations
@@ -512,6 +513,8 @@ def _group(src: str, i: int):
             k = j + len(flags)
             if src[k] == ":" and set(flags) <= {"s"}:
                 j = k + 1
+            elif src[k] == ")" and flags and set(flags) <= {"s"}:
+                return "zero", None, k + 1  # a global `(?s)`: DOTALL, which every delimiter has already
             else:  # other scoped flags (`(?i:`, `(?r:` ...) or unknown syntax
                 raise _GiveUp(f"group (?{flags}{src[k]}")
         else:

@@ -289,3 +289,49 @@ def test_search_candidate_by_candidate_is_search(pattern, text):
             if want is not None and want.partial and want.start() == len(text) and got is None:
                 continue  # an empty partial match at the very end holds nothing: the same as none
             assert _key(got) == _key(want), (pattern, text, at, partial)
+
+
+@pytest.mark.parametrize("pattern, literals, at_start", [
+    ("(?s)<think>(?=.*</think>)", ["<think>"], False),
+    ("(?s)ab|cd", ["ab", "cd"], False),
+    ("a(?s)b", ["ab"], False),
+    ("(?s)^a", [], True),
+    ("(?s)", None, None),
+    ("(?-s)ab", None, None),
+    ("(?si)ab", None, None),
+])
+def test_a_global_dotall_flag_changes_nothing(pattern, literals, at_start):
+    """``(?s)``: DOTALL, on for every delimiter already; the literals are those of the pattern without it."""
+    assert heads(pattern) == (None if literals is None else (literals, at_start))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pattern=_pattern(), text=TEXTS, where=st.integers(0, 3))
+def test_prefilter_with_a_global_dotall_flag_never_rules_out_a_match(pattern, text, where):
+    """The random patterns of `test_prefilter_never_rules_out_a_match` with ``(?s)`` put first or between two of
+    their top-level alternatives: the prefilter still rules out only places where no match (or partial match)
+    starts, and a search from its candidate is the search."""
+    parts = pattern.split("|")
+    if where and len(parts) > 1 and ")" not in parts[0] and "(" not in parts[0]:
+        pattern = parts[0] + "|(?s)" + "|".join(parts[1:])
+    else:
+        pattern = "(?s)" + pattern
+    rx = _compiled(pattern)
+    if rx is None or regex.compile(r"\(\?P<g>.*\(\?P<g>").search(pattern):
+        return
+    pf = derive_prefilter(pattern)
+    if pf is None:
+        return
+    end = len(text)
+    for p in range(end + 1):
+        m = rx.match(text, p, partial=True)
+        if m is not None and (p < end or not m.partial):
+            assert pf.candidate(text, p) == p, (pattern, text, p, m)
+    for pos in range(end + 1):
+        c = pf.candidate(text, pos)
+        for partial in (True, False):
+            whole = rx.search(text, pos, partial=partial)
+            if c == -1:
+                assert whole is None or (whole.partial and whole.start() == end), (pattern, text, pos, whole)
+            else:
+                assert _key(rx.search(text, c, partial=partial)) == _key(whole), (pattern, text, pos, c)
