@@ -726,17 +726,19 @@ class ResponseParser:
                         clock = self._clock = ScanState()
                     scan_base = base
                     before = ""
-                    if (watch.history_any if as_reference else watch.history) and self._history_len:
+                    if watch.history and self._history_len:
                         # A lookbehind here may read back to the start of the stream: scan the whole stream.
                         buf = self._history_text() + buf
                         pos += self._history_len
                         scan_base = base - self._history_len
+                    if self._history_len and scan_base == base:
+                        before = self._history_text()  # for the lookbehinds of split delimiters
+                    window = self._state_start - scan_base
                     if as_reference:
-                        hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock)
+                        # (split delimiters run the variant their lookbehind selects: `scan_as_reference`)
+                        hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock, scan_base,
+                                                      before, window if window >= 0 else None)
                     else:
-                        if self._history_len and scan_base == base:
-                            before = self._history_text()  # for the lookbehinds of split delimiters
-                        window = self._state_start - scan_base
                         hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
                                          window if window >= 0 else None)
                     hold += scan_base - base

@@ -97,7 +97,10 @@ class ScanState(SearchClock):
                  "given_up")
 
     def __init__(self) -> None:
-        super().__init__()
+        # `SearchClock.__init__`, inlined: a parse makes one of these at its first scan (most parses do)
+        self.spent = {}
+        self.slow = set()
+        self.probes = {}
         # delimiter id -> (stream offset of a complete match held there, stream offset the buffer must reach
         # before it can be decided, or None: the end of the stream)
         self.waiting: dict[int, tuple[int, int | None]] = {}
@@ -278,9 +281,8 @@ class WatchSet:
     # Every delimiter is a literal list: (literal, delimiter) pairs, longest literal first, for `literal_step`.
     literal_owners: tuple | None = None
     # A delimiter's lookbehind reach is unbounded (and not split): scans that may run its regex need the whole
-    # stream. `history_any`: the same, split delimiters included (the reference's rule runs their whole pattern).
+    # stream (a split delimiter's lookbehinds read the kept text before the buffer: `scan`'s ``before``).
     history: bool = False
-    history_any: bool = False
     # Ids of the delimiters whose prefilter applies at index 0 whatever the text there (``^``): `start_ids`; those
     # of them that, once they fail at index 0 even as a partial match, can never match there (`start_dies`: every
     # branch a sure failure, no lookbehind of unbounded reach, no \K, no search from an origin).
@@ -332,7 +334,6 @@ def watch_sets(template: CompiledTemplate) -> dict:
                                prefilter is not None and prefilter.at_start, owners,
                                any(d.literals is None and d.lookbehind is None and d.split is None
                                    for d in delimiters),
-                               any(d.literals is None and d.lookbehind is None for d in delimiters),
                                frozenset(id(d) for d in delimiters if d.prefilter is not None and d.prefilter.at_start),
                                frozenset(id(d) for d in delimiters if _dies_at_start(d)),
                                steps,
@@ -1013,7 +1014,8 @@ def _literal_starts(prefilter: Prefilter, buf: str, at: int) -> bool:
 
 def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, origin: int,
                       timeout: ParseContext | float | None = None,
-                      clock: SearchClock | None = None) -> tuple[Hit | None, int]:
+                      clock: SearchClock | None = None, base: int = 0, before: str | None = None,
+                      window: int | None = None) -> tuple[Hit | None, int]:
     """One step of the reference's own (not stream-safe) rule, for the two places where its one-shot result
     depends on it: the end of the prompt prefix, and the end of the generation before the final flush.
 
@@ -1024,6 +1026,12 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
     (with ``eos`` false); ``origin`` is where the reference searches from. A delimiter whose prefilter rules
     out all of ``buf[pos:]`` is skipped (its search would find nothing, or an empty partial match at the edge,
     which holds nothing), and one with a candidate is searched from there: the same result, fewer calls.
+
+    ``before`` (not None; with ``base`` and ``window`` as for `scan`): a split delimiter (`Delimiter.split`) runs,
+    at each candidate, the variant of its pattern that its lookbehind selects there (`_variant`, remembered in a
+    `ScanState` clock: the streaming scans have most often evaluated it at that place already), not its whole
+    pattern, which evaluates the lookbehind again, reading back over the region. A match from one place is the
+    same either way (the lookbehind reads only text before that place, all of it there). None: the whole pattern.
     """
     if isinstance(watch, WatchSet):
         watch = watch.delimiters
@@ -1050,7 +1058,7 @@ def scan_as_reference(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int,
             if best is None or key < best[0]:
                 best = (key, delim, start, stop, None)
             continue
-        match = _search(delim, buf, start_at, True, ctx, clock)
+        match = _search(delim, buf, start_at, True, ctx, clock, base=base, before=before, window=window)
         if match is None:
             continue
         start, stop = match.span()
