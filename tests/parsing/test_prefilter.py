@@ -15,7 +15,7 @@ from transformers.utils.chat_parsing import parse_response as reference_parse
 
 from examples import list_families, load_family
 from parsing import ResponseParser, load_template, parse_response, prefilter
-from parsing.prefilter import _LITERAL_ESCAPES, derive_prefilter, derive_suffixes, make_prefilter
+from parsing.prefilter import _LITERAL_ESCAPES, derive_prefilter, make_prefilter
 from parsing.budget import NO_LIMITS
 from parsing.scanner import _suffix_after
 
