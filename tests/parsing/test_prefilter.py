@@ -197,10 +197,9 @@ def _key(m):
     return None if m is None else (m.span(), bool(m.partial), m.groups())
 
 
-@pytest.mark.slow
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(pattern=_pattern(), text=TEXTS)
-def test_prefilter_never_rules_out_a_match(pattern, text):
+def _assert_prefilter_sound(pattern: str, text: str) -> None:
+    """The prefilter derived from ``pattern`` never rules out a position where it matches (whole or partial at the
+    end of ``text``), and a search from its candidate finds what a search from the position finds."""
     rx = _compiled(pattern)
     if rx is None or regex.compile(r"\(\?P<g>.*\(\?P<g>").search(pattern):
         return
@@ -220,6 +219,13 @@ def test_prefilter_never_rules_out_a_match(pattern, text):
                 assert whole is None or (whole.partial and whole.start() == end), (pattern, text, pos, whole)
             else:
                 assert _key(rx.search(text, c, partial=partial)) == _key(whole), (pattern, text, pos, c)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pattern=_pattern(), text=TEXTS)
+def test_prefilter_never_rules_out_a_match(pattern, text):
+    _assert_prefilter_sound(pattern, text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -316,22 +322,4 @@ def test_prefilter_with_a_global_dotall_flag_never_rules_out_a_match(pattern, te
         pattern = parts[0] + "|(?s)" + "|".join(parts[1:])
     else:
         pattern = "(?s)" + pattern
-    rx = _compiled(pattern)
-    if rx is None or regex.compile(r"\(\?P<g>.*\(\?P<g>").search(pattern):
-        return
-    pf = derive_prefilter(pattern)
-    if pf is None:
-        return
-    end = len(text)
-    for p in range(end + 1):
-        m = rx.match(text, p, partial=True)
-        if m is not None and (p < end or not m.partial):
-            assert pf.candidate(text, p) == p, (pattern, text, p, m)
-    for pos in range(end + 1):
-        c = pf.candidate(text, pos)
-        for partial in (True, False):
-            whole = rx.search(text, pos, partial=partial)
-            if c == -1:
-                assert whole is None or (whole.partial and whole.start() == end), (pattern, text, pos, whole)
-            else:
-                assert _key(rx.search(text, c, partial=partial)) == _key(whole), (pattern, text, pos, c)
+    _assert_prefilter_sound(pattern, text)
