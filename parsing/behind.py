@@ -33,7 +33,8 @@ import re
 
 import regex
 
-from .shapes import (START, _Choice, _class_within, _classes_disjoint, _expanded, _NotAShape, _Run, _sequence)
+from .shapes import (START, _Choice, _class_within, _classes_disjoint, _expanded, _NotAShape, _Run, _sequence,
+                     join_literals)
 
 # At most this many alternatives once choices are written out (a body with more keeps the regex).
 MAX_ALTERNATIVES = 16
@@ -251,16 +252,7 @@ def _written_out(items: tuple) -> list[tuple]:
             raise _NotAShape("an item not read backwards")
         if len(out) > MAX_ALTERNATIVES:
             raise _NotAShape("too many alternatives")
-    merged = []
-    for sequence in out:
-        joined: list = []
-        for item in sequence:
-            if type(item) is str and joined and type(joined[-1]) is str:
-                joined[-1] += item
-            else:
-                joined.append(item)
-        merged.append(tuple(joined))
-    return merged
+    return [join_literals(sequence) for sequence in out]
 
 
 def _accepts(run: _Run, char: str) -> bool:

@@ -779,6 +779,12 @@ def _sequence(text: str, flags: int, named: bool, top: bool = True, single: bool
             i += 1
     if not items:
         raise _NotAShape("empty")
+    return join_literals(items)
+
+
+def join_literals(items) -> tuple:
+    """``items`` (a shape's sequence: literal strings and other items) with adjacent literals joined into one
+    string: ``("<", "a", RUN, "b")`` -> ``("<a", RUN, "b")``."""
     merged: list = []
     for item in items:
         if type(item) is str and merged and type(merged[-1]) is str:
