@@ -180,12 +180,29 @@ def _bad_id_text(what: str, value: Any) -> str:
             f"'_' (this one is {size}).")
 
 
-async def _answer(send: Any, status: int, detail: str) -> None:
-    """Send a whole JSON ``{"detail": ...}`` answer that closes the connection (the body may be unread)."""
-    body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+# Gradio's upload route (also under a mount prefix): its page shows a refused upload's answer body verbatim in an
+# error toast ("HTTP 429: <body>"), so refusals there are plain text, not JSON.
+UPLOAD_ROUTE = "/gradio_api/upload"
+
+
+def on_route(path: str, route: str) -> bool:
+    """True for a request path that reaches ``route`` (also under a mount prefix or with a trailing slash)."""
+    return path.rstrip("/").endswith(route)
+
+
+async def send_refusal(send: Any, status: int, detail: str, *, path: str = "", retry_after: int | None = None) -> None:
+    """Send a whole refusal that closes the connection (the body may be unread): ``{"detail": ...}`` JSON, as
+    Starlette's ``HTTPException`` answers (what API clients read), except on `UPLOAD_ROUTE` (``path``: the
+    request's), where it is ``detail`` as plain text for the page's toast. ``retry_after``: seconds, sent as a
+    ``Retry-After`` header."""
+    if on_route(path, UPLOAD_ROUTE):
+        body, kind = detail.encode(), b"text/plain; charset=utf-8"
+    else:
+        body, kind = json.dumps({"detail": detail}).encode(), b"application/json"
+    headers = [(b"content-type", kind), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -215,7 +232,7 @@ class SessionIdCheck:
             return
         problem = self._head_problem(scope)
         if problem is not None:
-            await _answer(send, *problem)
+            await send_refusal(send, *problem, path=scope.get("path", ""))
             return
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
@@ -223,7 +240,7 @@ class SessionIdCheck:
         content_type = dict(scope.get("headers") or ()).get(b"content-type", b"").lower()
         if content_type.startswith((b"multipart/", b"application/x-www-form-urlencoded")):
             if scope.get("path", "").rstrip("/").endswith("/component_server"):
-                await _answer(send, 415, "component_server takes JSON bodies only on this server.")
+                await send_refusal(send, 415, "component_server takes JSON bodies only on this server.")
                 return
             await self.app(scope, receive, send)
             return
@@ -244,7 +261,7 @@ class SessionIdCheck:
                 parsed = None  # not JSON: the app answers it as it does
             if isinstance(parsed, dict) and parsed.get("session_hash") is not None \
                     and not session_id_ok(parsed["session_hash"]):
-                await _answer(send, 422, _bad_id_text("session_hash", parsed["session_hash"]))
+                await send_refusal(send, 422, _bad_id_text("session_hash", parsed["session_hash"]))
                 return
             del parsed
         replayed = False
@@ -407,12 +424,12 @@ class BodyGuard:
         async def watching_send(message: dict) -> None:
             nonlocal started
             if refused:  # the app answers the refusal itself (Starlette does): held until the app let go of the body
-                answer.append(message)
+                app_answer.append(message)
                 return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        answer: list[dict] = []  # the app's answer to a refused body, sent once the app returned
+        app_answer: list[dict] = []  # the app's answer to a refused body, sent once the app returned
         try:
             await self.app(scope, guarded_receive, watching_send)
         except _BodyRefused:
@@ -423,10 +440,10 @@ class BodyGuard:
         if not refused:
             return
         await drain_rest()  # the rest of the body, read and dropped so that the client reads the answer
-        if answer:
-            for message in answer:
+        if app_answer:
+            for message in app_answer:
                 if message["type"] == "http.response.start":  # the rest may be unread: no reuse of the connection
                     message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
                 await send(message)
         elif not started:
-            await _answer(send, *refusal)
+            await send_refusal(send, *refusal, path=scope.get("path", ""))

@@ -18,7 +18,6 @@ Install it through ``demo.launch(app_kwargs=...)`` (`middleware`).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -26,6 +25,7 @@ from starlette.middleware import Middleware
 from starlette.requests import HTTPConnection
 
 from .fairness import client_key
+from .http_limits import send_refusal
 
 _STREAM = re.compile(r"/gradio_api/(?:heartbeat/[^/]*|queue/data|upload_progress)/?$")
 _DEV = re.compile(r"/gradio_api/dev/reload/?$")
@@ -65,7 +65,7 @@ class StreamCap:
             return
         path = scope.get("path", "")
         if self.block_dev and _DEV.search(path):
-            await _answer(send, 404, DEV_TEXT)
+            await send_refusal(send, 404, DEV_TEXT)
             return
         key = client_key(HTTPConnection(scope), self.trust_forwarded) if self.per_client and _STREAM.search(
             path) else None
@@ -73,7 +73,7 @@ class StreamCap:
             await self.app(scope, receive, send)
             return
         if self.open.get(key, 0) >= self.per_client:
-            await _answer(send, 429, refusal_text(self.per_client))
+            await send_refusal(send, 429, refusal_text(self.per_client))
             return
         self.open[key] = self.open.get(key, 0) + 1
         try:
@@ -84,13 +84,6 @@ class StreamCap:
                 self.open[key] = left
             else:
                 self.open.pop(key, None)
-
-
-async def _answer(send: Any, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def middleware(per_client: int | None, trust_forwarded: bool, public: bool) -> list:

@@ -35,12 +35,15 @@ import math
 import os
 import time
 from collections import OrderedDict, deque
+from functools import partial
 from typing import Any
 
 from . import fairness, http_limits
 
-UPLOAD_ROUTE = "/gradio_api/upload"
+UPLOAD_ROUTE = http_limits.UPLOAD_ROUTE
 RECORDING_ROUTE = "/gradio_api/process_recording"
+# Every answer of `UploadLimit._upload` is on the upload route: plain text, which Gradio's page shows in its toast.
+_refuse = partial(http_limits.send_refusal, path=UPLOAD_ROUTE)
 #: bytes an upload body may hold besides its files: the form's boundaries and part headers (python-multipart takes
 #: at most 8 headers of 4 KB a part)
 FORM_SLACK = 64 * 1024
@@ -222,11 +225,6 @@ class _Form:
             self.files.append((*self._file, self._size))
 
 
-def _on_route(path: str, route: str) -> bool:
-    """True for a request path that reaches ``route`` (also under a mount prefix or with a trailing slash)."""
-    return path.rstrip("/").endswith(route)
-
-
 class UploadLimit:
     """ASGI middleware: the upload bounds of the module docstring.
 
@@ -255,12 +253,12 @@ class UploadLimit:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope.get("method") == "POST":
             path = scope.get("path", "")
-            if _on_route(path, UPLOAD_ROUTE):
+            if http_limits.on_route(path, UPLOAD_ROUTE):
                 await self._upload(scope, receive, send)
                 return
-            if self.refuse_recordings and _on_route(path, RECORDING_ROUTE):
+            if self.refuse_recordings and http_limits.on_route(path, RECORDING_ROUTE):
                 await _drain(receive, _declared(scope) or 0)
-                await _answer(send, 404, "This public server does not process screen recordings.")
+                await http_limits.send_refusal(send, 404, "This public server does not process screen recordings.", path=path)
                 return
         await self.app(scope, receive, send)
 
@@ -273,13 +271,13 @@ class UploadLimit:
         declared = _declared(scope)
         if declared is None:
             await _drain(receive, largest or 0)
-            await _answer(send, 411, "An upload must give its size (a Content-Length header): this server does not "
+            await _refuse(send, 411, "An upload must give its size (a Content-Length header): this server does not "
                                      "take uploads sent in chunks.")
             return
         if largest is not None and declared > largest:
             if declared <= http_limits.DRAIN_FACTOR * largest:  # past it the answer goes at once, as for BodySizeLimit
                 await _drain(receive, declared)
-            await _answer(send, 413, f"Upload larger than {_mb(self.max_files * file_cap)}: this server takes at "
+            await _refuse(send, 413, f"Upload larger than {_mb(self.max_files * file_cap)}: this server takes at "
                                      f"most {self._files_text()} of {_mb(file_cap)} per upload. {_LOCAL}")
             return
         from starlette.requests import HTTPConnection
@@ -294,7 +292,7 @@ class UploadLimit:
                 return
         if self.cache is not None and not self.cache.reserve(declared, self._deleter(app, blocks)):
             await _drain(receive, declared)
-            await _answer(send, 507, "This server's space for uploads is full with uploads still arriving: try "
+            await _refuse(send, 507, "This server's space for uploads is full with uploads still arriving: try "
                                      "again in a minute.", retry_after=60)
             return
         if address is not None:
@@ -327,15 +325,15 @@ class UploadLimit:
         try:
             form.read(body, content_type)
         except ValueError as exc:
-            await _answer(send, 400, f"This upload could not be read: {exc}.")
+            await _refuse(send, 400, f"This upload could not be read: {exc}.")
             return
         if self.max_files is not None and len(form.files) > self.max_files:
-            await _answer(send, 413, f"This server takes at most {self._files_text()} per upload; this one holds "
+            await _refuse(send, 413, f"This server takes at most {self._files_text()} per upload; this one holds "
                                      f"{len(form.files)}. {_LOCAL}")
             return
         stray = [field for field, _name, _size in form.files if field != "files"]
         if stray:
-            await _answer(send, 400, f'Files must be sent in the form field "files", not "{stray[0]}".')
+            await _refuse(send, 400, f'Files must be sent in the form field "files", not "{stray[0]}".')
             return
         if address is not None and len(form.files) > 1:  # one file was counted before the body was read
             wait = self.windows.wait(address, len(form.files) - 1, 0, time.monotonic())
@@ -383,11 +381,11 @@ class UploadLimit:
         caps += [_mb(windows.max_bytes)] if windows.max_bytes else []
         allowance = f"{' / '.join(caps)} of uploads per visitor every {_duration(windows.window)}"
         if math.isinf(wait):
-            await _answer(send, 413, f"This upload ({_mb(declared)}) is larger than this server's {allowance}. "
+            await _refuse(send, 413, f"This upload ({_mb(declared)}) is larger than this server's {allowance}. "
                                      f"{_LOCAL}")
             return
         seconds = max(1, math.ceil(wait))
-        await _answer(send, 429, f"This server takes at most {allowance}: try again in {seconds} s. {_LOCAL}",
+        await _refuse(send, 429, f"This server takes at most {allowance}: try again in {seconds} s. {_LOCAL}",
                       retry_after=seconds)
 
     @staticmethod
@@ -425,16 +423,6 @@ async def _drain(receive: Any, declared: int) -> None:
     """Read and drop a refused body (up to ``declared`` bytes, and to its end, when shorter), within
     `playground.http_limits.DRAIN_SECONDS`."""
     await http_limits.BodySizeLimit(None, max(declared, 1), drain_factor=1)._drain(receive, 0)
-
-
-async def _answer(send: Any, status: int, text: str, retry_after: int | None = None) -> None:
-    body = json.dumps({"detail": text}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               (b"connection", b"close")]
-    if retry_after is not None:
-        headers.append((b"retry-after", str(retry_after).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def install(app_kwargs: dict, limits: Any) -> None:

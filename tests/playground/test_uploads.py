@@ -62,6 +62,11 @@ def _upload(url: str, address: str, files: list[tuple[str, bytes]], field: str =
 
 
 def _detail(response: httpx.Response) -> str:
+    """The reason of a refusal: plain text on the upload route (Gradio's page puts an upload answer's body in its
+    toast as it comes), Starlette's JSON ``{"detail": ...}`` elsewhere."""
+    if response.request.url.path.endswith("/gradio_api/upload"):
+        assert response.headers["content-type"] == "text/plain; charset=utf-8", response.text
+        return response.text
     assert response.headers["content-type"] == "application/json", response.text
     return response.json()["detail"]
 
