@@ -579,7 +579,8 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
         where[-1] = where[-1][:-1] + f": line {at_line}, column {at_column})"
     snippet = ""
     if line and text:
-        lines = text.splitlines()
+        # lines as the JSON error's line number counts them: at "\n" only (U+2028 and the like are text)
+        lines = [row[:-1] if row.endswith("\r") else row for row in text.split("\n")]
         rows = []
         for i in range(max(1, line - 1), min(len(lines), line + 1) + 1):
             row = escape(lines[i - 1])

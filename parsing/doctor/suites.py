@@ -194,13 +194,14 @@ def parse_case(obj: Any, line: int | None = None, source: str | None = None) -> 
 
 
 def loads_suite(text: str, source: str | None = None) -> list[Case]:
-    """Parse JSONL text into cases (blank lines skipped).
+    """Parse JSONL text into cases (blank lines skipped). Lines end at ``\n`` only, as JSON Lines defines them (a
+    ``\r`` before it is JSON whitespace): U+2028, U+2029 or U+0085 are text, which JSON allows raw inside strings.
 
     Raises:
         SuiteFormatError: a line that is not JSON or not a valid case, naming the line.
     """
     cases = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
@@ -228,10 +229,19 @@ def load_suite(path: str | os.PathLike) -> list[Case]:
     return loads_suite(text, str(path))
 
 
+# Characters ``json.dumps(ensure_ascii=False)`` leaves raw that other line readers break at, with their JSON escapes.
+_LINE_ENDS_ESCAPED = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
+
+
 def dumps_case(case: Case | dict) -> str:
-    """One case as one JSONL line (no trailing newline); non-ASCII kept as is, newlines escaped by JSON."""
+    """One case as one JSONL line (no trailing newline); non-ASCII kept as is, newlines escaped by JSON, and so are
+    the characters other readers take for line ends (``str.splitlines`` and JavaScript: U+2028, U+2029, U+0085)."""
     obj = case.to_json() if isinstance(case, Case) else parse_case(case).to_json()
-    return json.dumps(obj, ensure_ascii=False)
+    line = json.dumps(obj, ensure_ascii=False)
+    for char, escaped in _LINE_ENDS_ESCAPED:  # (json.dumps writes them only inside strings)
+        if char in line:
+            line = line.replace(char, escaped)
+    return line
 
 
 def dumps_suite(cases: Iterable[Case | dict]) -> str:

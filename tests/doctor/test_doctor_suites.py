@@ -36,6 +36,21 @@ def test_save_load_round_trip_keeps_unicode_newlines_and_tools(tmp_path):
     assert loaded[1].tools == TOOLS and loaded[2].tools is None and "tools" not in json.loads(text.splitlines()[2])
 
 
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85"])
+def test_a_case_holding_a_character_other_readers_break_lines_at_round_trips(tmp_path, char):
+    """JSON allows U+2028, U+2029 and U+0085 raw in strings; ``str.splitlines`` (and JavaScript) break lines there."""
+    case = Case(CHATML_PROMPT, f"a{char}b<|im_end|>", {"role": "assistant", "content": f"a{char}b"}, name=f"x{char}y")
+    path = save_suite(tmp_path / "s.cases.jsonl", good_cases() + [case])
+    text = path.read_text(encoding="utf-8")
+    assert char not in text and len(text.splitlines()) == 3  # written escaped: one line for every reader
+    loaded = load_suite(path)
+    assert loaded[2].to_json() == case.to_json() and loaded[2].output == f"a{char}b<|im_end|>"
+    # the same case written raw by another tool (valid JSON, valid JSON Lines) loads too
+    raw = json.dumps(case.to_json(), ensure_ascii=False)
+    assert char in raw
+    assert [c.to_json() for c in loads_suite(raw + "\r\n" + raw + "\n")] == [case.to_json()] * 2
+
+
 def test_append_case_creates_and_extends_a_file(tmp_path):
     path = tmp_path / "x.cases.jsonl"
     append_case(path, good_cases()[0])

@@ -216,6 +216,21 @@ def test_template_status_shows_path_and_line():
     assert 'data-line="4"' in out and "<mark>" in out
 
 
+def test_template_status_snippet_counts_lines_as_the_json_error_does():
+    """A raw U+2028 inside a string is text to JSON (its line numbers count "\\n" only): the snippet must show the
+    lines the error names, not lines cut at the U+2028."""
+    text = '{\n  "defaults": {"role": "assistant", "note": "a\u2028b\u2028c"},\n  "start_anchor": "x",\n  "fields": {"content": {"close": }}}'
+    try:
+        parsing.loads_template(text)
+    except parsing.TemplateError as p:
+        out = render.template_status_html(p, text)
+    else:  # pragma: no cover
+        raise AssertionError("bad JSON accepted")
+    assert 'data-line="4"' in out
+    marked = out.split("<mark>", 1)[1].split("</mark>", 1)[0]
+    assert marked.startswith("   4 | ") and "&quot;fields&quot;" in marked
+
+
 def test_template_status_points_at_a_bad_regex_fault_the_message_does_not_name():
     # `regex` (and so the reference's message) names 19, the pattern's end; the unclosed `[` is at 7
     pattern = r"(?<=a+)[^\s*<think>"
