@@ -22,11 +22,20 @@ from typing import Any
 import gradio as gr
 
 
-def wrong_count_text(endpoint: str, wanted: list[str], got: int) -> str:
-    """What a caller that sent ``got`` values to ``endpoint`` (which takes the values named ``wanted``) reads."""
+def wrong_count_text(endpoint: str, wanted: list[str], got: int, hidden: list[int] | None = None) -> str:
+    """What a caller that sent ``got`` values to ``endpoint`` (which takes the values named ``wanted``) reads.
+
+    ``hidden``: the 1-based positions of the event's hidden inputs (the session state) among all its inputs. A call
+    of exactly ``len(wanted)`` values that still arrives short came by a route that adds no placeholders for them
+    (``queue/join``, unlike ``call/<endpoint>`` and ``gradio_client``): it is told where the nulls go."""
     names = ", ".join(wanted) if wanted else "none"
-    return (f"/{endpoint} takes {len(wanted)} value{'' if len(wanted) == 1 else 's'} ({names}), in that order; "
-            f"this call sent {got}.")
+    takes = f"/{endpoint} takes {len(wanted)} value{'' if len(wanted) == 1 else 's'} ({names}), in that order"
+    if hidden and got == len(wanted):
+        places = ", ".join(map(str, hidden))
+        return (f"{takes}; this call sent them without the hidden session state. Sent to queue/join, a call holds "
+                f"{got + len(hidden)} values, with null at position{'' if len(hidden) == 1 else 's'} {places} "
+                f"(/gradio_api/call/{endpoint} and gradio_client put it in themselves).")
+    return f"{takes}; this call sent {got}."
 
 
 class PlaygroundBlocks(gr.Blocks):
@@ -41,5 +50,6 @@ class PlaygroundBlocks(gr.Blocks):
             shown = [b for b in block_fn.inputs if not getattr(b, "skip_api", False)]
             wanted = [html.escape(str(getattr(b, "label", None) or type(b).__name__)) for b in shown]
             endpoint = str(block_fn.api_name or block_fn.name or "this endpoint")
-            raise gr.Error(wrong_count_text(endpoint, wanted, len(inputs)), print_exception=False)
+            raise gr.Error(wrong_count_text(endpoint, wanted, len(inputs), [i + 1 for i in hidden]),
+                           print_exception=False)
         super().validate_inputs(block_fn, inputs)

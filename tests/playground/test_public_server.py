@@ -341,6 +341,35 @@ def test_an_api_call_with_the_wrong_number_of_values_is_told_which_values(server
         assert '"content": "Hi"' in shown and '"reasoning_content": "ok"' in shown, shown[:2000]
 
 
+def test_a_queue_join_without_the_session_placeholder_is_told_where_it_goes(server):
+    """``queue/join`` adds no placeholder for the hidden session state (``call/<api>`` does): a raw call with the four
+    values an API caller sees was told "takes 4 values ...; this call sent 4" (trial 13 F4)."""
+    import uuid
+
+    import httpx
+
+    from playground.api_calls import wrong_count_text
+
+    _proc, url = server
+    config = httpx.get(url + "config", timeout=30).json()
+    dep = next(d for d in config["dependencies"] if d.get("api_name") == "paste_parse")
+    states = {c["id"] for c in config["components"] if c.get("type") == "state"}
+    hidden = [n + 1 for n, i in enumerate(dep["inputs"]) if i in states]
+    assert hidden == [1]  # the session state comes first
+    session = uuid.uuid4().hex
+    shown = ["Hi", "S", "", json.dumps({"start_anchor": "S", "fields": {"content": {}}})]
+    joined = httpx.post(url + "gradio_api/queue/join", timeout=30, json={
+        "data": shown, "fn_index": dep["id"], "session_hash": session, "event_data": None, "trigger_id": None})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={session}", timeout=120) as stream:
+        done = next(m for m in (json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:"))
+                    if m.get("msg") == "process_completed")
+    wanted = ["Raw model output", "Prompt prefix (may be empty)", "Tools (optional JSON list)", "Response template"]
+    said = done["output"]["error"]
+    assert not done["success"] and said == wrong_count_text("paste_parse", wanted, 4, hidden), done
+    assert "this call sent 4." not in said and "5 values, with null at position 1" in said, said
+
+
 def test_one_visitor_cannot_take_every_slot(server):
     """A fresh-user trial sent 40 slow parses at once from one client: another visitor's parse waited 45 s behind
     them. A visitor now has at most 4 jobs waiting or running (`playground.fairness`); its next one is refused at
