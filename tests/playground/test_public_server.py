@@ -370,6 +370,26 @@ def test_a_queue_join_without_the_session_placeholder_is_told_where_it_goes(serv
     assert "this call sent 4." not in said and "5 values, with null at position 1" in said, said
 
 
+def test_gradio_client_parses_a_tool_call_with_a_path_argument_as_the_readme_says(server):
+    """gradio_client 2.x takes every dict with a string "path" in an answer for a Gradio file and downloads it:
+    ``read_file(path=...)``, the commonest agent tool call, made ``Client(url).predict`` fail with 403 (trial 13
+    F6). The README's API section says to call with ``download_files=False``; this is that call."""
+    from gradio_client import Client
+
+    _proc, url = server
+    template = open(os.path.join(ROOT, "examples", "families", "hermes", "template.json"), encoding="utf-8").read()
+    raw = '<tool_call>\n{"name": "read_file", "arguments": {"path": "src/main.rs"}}\n</tool_call><|im_end|>'
+    client = Client(url, verbose=False, download_files=False, headers=_visitor(150))
+    try:
+        outputs = client.predict(raw, "", "", template, api_name="/paste_parse")
+    finally:
+        client.close()
+    # (the message comes as the #message component's update: {"value": message, "__type__": "update"})
+    messages = [o["value"] for o in outputs if isinstance(o, dict) and "tool_calls" in (o.get("value") or {})]
+    assert len(messages) == 1 and messages[0]["tool_calls"] == [
+        {"type": "function", "function": {"name": "read_file", "arguments": {"path": "src/main.rs"}}}], outputs
+
+
 def test_one_visitor_cannot_take_every_slot(server):
     """A fresh-user trial sent 40 slow parses at once from one client: another visitor's parse waited 45 s behind
     them. A visitor now has at most 4 jobs waiting or running (`playground.fairness`); its next one is refused at
