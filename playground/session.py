@@ -159,11 +159,19 @@ class ParseView:
 
 class PartialMessage:
     """A live approximation of the message, updated one event at a time: closed values, else the raw text of
-    the regions still open (a field that already holds a non-string value gets it under ``_streaming``)."""
+    the regions still open (a field that already holds a non-string value gets it under ``_streaming``).
 
-    def __init__(self):
+    ``fields``: the template's fields (name -> `parsing.template.FieldSpec`); with them a closed value is stored by
+    the parser's own rule (a ``join`` field joins it, a ``repeats`` field appends it, any other field takes it in
+    place of the last one); without them (a view rebuilt from its events alone) a second value of a field is
+    appended. The events' values are never changed: the event log and the reference check read them later.
+    """
+
+    def __init__(self, fields: dict | None = None):
         self._msg: dict[str, Any] = {}
         self._open: dict[str, list[str]] = {}
+        self._fields = fields
+        self._appended: set[str] = set()  # fields whose preview value is a list this preview made (no `fields`)
 
     def add(self, ev: dict) -> None:
         """Take one parser event into account."""
@@ -176,12 +184,21 @@ class PartialMessage:
             self._open.pop(f, None)
             v = ev.get("value") if "value_size" not in ev else value_note(ev)
             msg = self._msg
-            if isinstance(msg.get(f), list):
-                msg[f].append(v)
-            elif f in msg and f == "tool_calls":
-                msg[f] = [msg[f], v]
+            spec = self._fields.get(f) if self._fields is not None else None
+            if spec is not None:
+                if spec.join is not None:
+                    held = msg.get(f)
+                    msg[f] = held + spec.join + v if isinstance(held, str) and isinstance(v, str) else v
+                elif spec.repeats:
+                    msg.setdefault(f, []).append(v)  # (a list of the preview's own)
+                else:
+                    msg[f] = v
+            elif f in msg:
+                held = msg[f]
+                msg[f] = [*held, v] if isinstance(held, list) and f in self._appended else [held, v]
+                self._appended.add(f)
             else:
-                msg[f] = v if not (f == "tool_calls" and not isinstance(v, list)) else [v]
+                msg[f] = v
 
     def value(self) -> dict:
         """The preview now (a new dict: later events do not change it)."""
@@ -244,7 +261,7 @@ class LiveParse:
         self.final = False
         self.failed = False
         self._last_open: dict[str, int] = {}
-        self.preview = PartialMessage()
+        self.preview = PartialMessage(self.compiled.fields)
         # JSON characters of region values the events may still keep (the shown-message cap: what a message may
         # hold, the events hold no more); None: no cap. A value over what is left keeps only its head.
         self._value_chars_left = self.budget.max_message_chars

@@ -93,3 +93,31 @@ def test_reference_tag_patterns_cannot_pin_a_core():
     chk = reference_check(run, ParseView(final=True, message=view.message), budget=1.5)
     assert time.monotonic() - t0 < 1.5 + 10  # the deadline, then the kill (slack for a loaded machine)
     assert "exceeded this server's time limit for it (1.5 s, --reference-budget)" in chk["skipped"]
+
+
+@pytest.mark.parametrize("family, head, section, end", [
+    ("nemotron", "", '<TOOLCALL>[{"name": "%s", "arguments": {%s}}]</TOOLCALL>', "<|eot_id|>"),
+    ("hunyuan_a13b", "<think>\nTools.\n</think>\n<answer>\n",
+     '<tool_calls>[{"name": "%s", "arguments": {%s}}]</tool_calls>', "\n</answer><|eos|>"),
+])
+def test_a_second_tool_call_section_leaves_the_first_close_event_alone(family, head, section, end):
+    """Trial 13 F7: the live preview appended a second close's value to the list the first close event held, so the
+    event log showed ``[first, [second]]`` for the first close and the check said the parsers differ (they do
+    not: a non-repeating field's second value replaces the first, in both)."""
+    import examples
+
+    fam = examples.load_family(family)
+    tpl = json.dumps(fam.template)
+    out = head + section % ("get_time", "") + section % ("get_weather", '"city": "P"') + end
+    prefix = fam.prefixes["tools"]
+    run = Run(prefix=prefix, chunks=tuple(tokenish_chunks(out)), template_text=tpl)
+    view = parse_run(run)
+    closes = [e["value"] for e in view.events if e["type"] == "region_close" and e["field"] == "tool_calls"]
+    first = [{"type": "function", "function": {"name": "get_time", "arguments": {}}}]
+    second = [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "P"}}}]
+    assert closes == [first, second]
+    assert view.message["tool_calls"] == second
+    preview = view.preview.value()
+    assert preview["tool_calls"] == second  # the parser's rule: the second value replaces the first
+    chk = reference_check(run, view)
+    assert chk["agree"] and not chk["differences"], chk
