@@ -34,7 +34,7 @@ from . import offload, probe_panel
 from .export import fresh_export_dir
 from .jsonsize import json_head
 from .limits import SERVER_HINT
-from .render import escape, escape_text
+from .render import escape, escape_text, run_digest, stamped
 from .state import model_in_use
 
 SUITE_COMMAND = "python -m parsing check template.json cases.jsonl"  # the Doctor's checks and suites, locally
@@ -377,14 +377,15 @@ def build_doctor_panel(ctx: Any) -> None:
             # In a worker under the request's time budget: lint compares every pair of delimiters.
             report = offload.bounded(offload.lint_job, tpl_text, prompt, what="Lint",
                                      local="python -m parsing lint template.json")
-            return tok_note + lint_html(report)
+            return stamped(tok_note + lint_html(report), tpl_text)
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
-            return _problem(exc)
+            return stamped(_problem(exc), tpl_text)
 
     def do_checks(tpl_text, sess, chunkings):
+        # (a report about the run as well as the template: marked stale when either changes)
         waiting = _no_run_yet(sess, "check it", need_output=True)
         if waiting:
-            return _note(waiting)
+            return stamped(_note(waiting), tpl_text, run=run_digest(getattr(sess, "run", None)))
         run = sess.run
         try:
             n = max(0, min(50, int(chunkings or 0)))
@@ -393,9 +394,9 @@ def build_doctor_panel(ctx: Any) -> None:
             report = offload.bounded(offload.checks_job, tpl_text, run.prefix, chunks.text, list(chunks.ends),
                                      list(run.tools) if run.tools else None, n, what="The run checks",
                                      local=SUITE_COMMAND)
-            return checks_html(report)
+            return stamped(checks_html(report), tpl_text, run=run_digest(run))
         except Exception as exc:  # noqa: BLE001
-            return _problem(exc)
+            return stamped(_problem(exc), tpl_text, run=run_digest(run))
 
     def do_roundtrip(tpl_text, sess, model_box):
         model_name = model_in_use(sess, model_box)
@@ -405,9 +406,9 @@ def build_doctor_panel(ctx: Any) -> None:
             tokenizer = _tokenizer(ctx, model_name)
             if not getattr(tokenizer, "chat_template", None):
                 return _note(f"{model_name} has no chat template to render samples with.", "error")
-            return roundtrip_html(roundtrip(parsing.loads_template(tpl_text), tokenizer))
+            return stamped(roundtrip_html(roundtrip(parsing.loads_template(tpl_text), tokenizer)), tpl_text)
         except Exception as exc:  # noqa: BLE001
-            return _problem(exc)
+            return stamped(_problem(exc), tpl_text)
 
     def do_fill(tpl_text, sess):
         waiting = _no_run_yet(sess, "fill in its message")
@@ -443,15 +444,16 @@ def build_doctor_panel(ctx: Any) -> None:
                 return _note("The suite is empty: save a run as a case or load a .jsonl file.", "error")
             n = max(0, min(50, int(chunkings or 0)))
             parsing.loads_template(tpl_text)
-            return suite_html(offload.bounded(offload.suite_job, tpl_text, suite_text, n, what="The suite",
-                                              local=SUITE_COMMAND))
+            return stamped(suite_html(offload.bounded(offload.suite_job, tpl_text, suite_text, n, what="The suite",
+                                                      local=SUITE_COMMAND)), tpl_text)
         except Exception as exc:  # noqa: BLE001
-            return _problem(exc)
+            return stamped(_problem(exc), tpl_text)
 
     def do_export(tpl_text, suite_text, name):
         try:
             paths = export_files(tpl_text, suite_text, name)
-            return paths, _note(export_message(name, paths), "pass")
+            return paths, stamped(_note(export_message(name, paths), "pass"), tpl_text,
+                                  download="#doctor-export-files")
         except Exception as exc:  # noqa: BLE001
             return gr.skip(), _problem(exc)
 

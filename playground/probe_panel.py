@@ -24,7 +24,7 @@ from parsing.doctor.probe import ERROR, NO_CALL, ProbeReport
 
 from . import offload
 from .jsonsize import json_head
-from .render import escape
+from .render import escape, stamped
 
 __all__ = ["AUTO", "NONE", "build_probe_panel", "family_choices", "prefixes_for", "probe_html", "reference_html",
            "reference_only", "score_label"]
@@ -211,11 +211,11 @@ def build_probe_panel(ctx: Any) -> None:
             report = offload.bounded(offload.probe_job, tpl_text, prefixes, bool(reference), what="The probes",
                                      local="python -m parsing probe template.json --prefixes prefixes.json"
                                            + (" --reference" if reference else ""))
-            return (f"<div class='probe-source'>{escape(where)}</div>" + (reference_html(report) if reference else "")
-                    + probe_html(report))
+            return stamped(f"<div class='probe-source'>{escape(where)}</div>"
+                           + (reference_html(report) if reference else "") + probe_html(report), tpl_text)
         except Exception as exc:  # noqa: BLE001 - a broken template is a message
             from .doctor_panel import _problem
-            return _problem(exc)
+            return stamped(_problem(exc), tpl_text)
 
     probe_btn.click(do_probe, [ctx.template, source, with_reference, ctx.session], [probe_out])
     from .doctor_panel import _error_note

@@ -128,6 +128,38 @@ def escape_text(s: Any) -> str:
     return _CODE_SPAN.sub(r"<code>\1</code>", escape(s))
 
 
+def digest(*parts: str | bytes) -> str:
+    """A short fingerprint (16 hex digits) of ``parts`` taken together, for telling on the page whether a report
+    was made from the text it shows next to (`stamped`)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def run_digest(run: Any) -> str:
+    """`digest` of what a run's checks read: its prompt prefix, its text, where its chunks end, its tools; "" for
+    no run."""
+    if run is None:
+        return ""
+    chunks = run.chunks
+    return digest(run.prefix, chunks.text, ",".join(map(str, chunks.ends)), json.dumps(run.tools, sort_keys=True))
+
+
+def stamped(html_text: str, template_text: str, *, run: str | None = None, download: str | None = None) -> str:
+    """A report's HTML marked with what it was made from, so the page's script (`theme.JS`, ``markStale``) can
+    flag it once the editor's template (``#editor-set``'s ``data-template``) or the parsed run (``#run-mark``'s
+    ``data-run``) is no longer that. ``template_text``: the template it was made from (its `digest` is kept);
+    ``run``: the `run_digest` of the run it was made from, for a report about a run. ``download``: the selector
+    of the files this report is about (an export's download), hidden while they are of another template."""
+    run_attr = f' data-for-run="{escape(run)}"' if run is not None else ""
+    files = f' data-download="{escape(download)}"' if download else ""
+    return (f'<div class="report" data-for-template="{digest(template_text or "")}"{run_attr}{files}>'
+            f'{html_text}</div>')
+
+
 _WHITESPACE_MARKS = {"\n": "↵", "\t": "⇥", "\r": "⇤", " ": "␣"}  # glyphs common fonts (DejaVu too) have
 
 

@@ -45,6 +45,12 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
 #editor-kept .editor-kept-full{margin-top:4px;padding:6px 10px;border-left:3px solid var(--err-color);
  color:var(--body-text-color);background:color-mix(in srgb,var(--err-color) 10%,var(--background-fill-primary));
  font-size:var(--text-sm)}
+/* a report made from another template or run than the page now shows (`render.stamped`, the script's markStale) */
+.report.report-stale{outline:2px dashed var(--warn-color);outline-offset:3px;border-radius:2px}
+.report .stale-note{margin:0 0 6px;padding:6px 10px;border-left:3px solid var(--warn-color);
+ color:var(--body-text-color);background:color-mix(in srgb,var(--warn-color) 12%,var(--background-fill-primary));
+ font-size:var(--text-sm);font-weight:600}
+.stale-download{display:none !important}
 /* ---------------------------------------------------------------- page layout (1400x900: editor, chat and
    the top of the timeline on the first screen) */
 .gradio-container .main{padding-top:0 !important}
@@ -394,6 +400,49 @@ JS = r"""
     }
     CSS.highlights.delete('tpl-fault');
   }
+  // Reports (Doctor, Export) carry what they were made from (`render.stamped`): the template's digest, and for a
+  // run's checks the run's; one made from another template than the editor's (#editor-set) or another run than
+  // the timeline's (#run-mark) says so, until it is made again, and an export's download of another template is
+  // hidden. Back to the same text (an undone edit), the report is current again.
+  const STALE = {
+    template: 'Made from an earlier version of the template: run it again for the one in the editor.',
+    run: 'Made from an earlier run: check it again for the run shown now.',
+    download: 'Exported from an earlier version of the template: export again to download the one in the editor.'};
+  const exported = {};  // download selector -> digest of the template its files hold
+  function markStale() {
+    const mark = q('#editor-set');
+    if (!mark || mark.dataset.template === undefined) return;
+    const tpl = mark.dataset.template;
+    const runMark = q('#run-mark');
+    const run = runMark ? runMark.dataset.run : '';
+    qa('.report[data-for-template]').forEach(el => {
+      const why = el.dataset.forTemplate !== tpl ? (el.dataset.download ? 'download' : 'template')
+        : el.dataset.forRun !== undefined && el.dataset.forRun !== run ? 'run' : null;
+      let note = el.querySelector(':scope > .stale-note');
+      el.classList.toggle('report-stale', why !== null);
+      if (why === null) { if (note) note.remove(); }
+      else if (!note || note.dataset.why !== why) {
+        if (note) note.remove();
+        note = document.createElement('div');
+        note.className = 'stale-note';
+        note.setAttribute('role', 'note');
+        note.dataset.why = why;
+        note.textContent = STALE[why];
+        el.prepend(note);
+      }
+      if (el.dataset.download) exported[el.dataset.download] = el.dataset.forTemplate;
+    });
+    for (const [sel, made] of Object.entries(exported)) {
+      const box = q(sel);
+      if (box) box.classList.toggle('stale-download', made !== tpl);
+    }
+  }
+  let staleQueued = false;
+  new MutationObserver(() => {  // once a frame at most: a streaming run redraws the timeline many times a second
+    if (staleQueued) return;
+    staleQueued = true;
+    requestAnimationFrame(() => { staleQueued = false; markStale(); });
+  }).observe(document.body, {childList: true, subtree: true});
   (function hook(tries) {  // the script may run before the page's components are drawn
     const status = q('#template-status');
     if (!status) { if (tries < 100) setTimeout(() => hook(tries + 1), 100); return; }

@@ -410,6 +410,7 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
                  f'{icon(kind)} {render.escape(res.message)}{warned}<br>File: '
                  f'<code>{render.escape(res.file_name)}</code></div>'
                  if res.zip_path else render.status_html(res.message, "error"))
+        shown = render.stamped(shown, editor, download="#download")  # flagged, and its zip hidden, after an edit
         download = gr.update(value=res.zip_path, visible=True) if res.zip_path else gr.update(visible=False)
         return (*redraw(sess), shown, download)
 

@@ -52,9 +52,11 @@ def editor(p: _Pass) -> str:
 def template_status(p: _Pass) -> str:
     s = p.sess
     # #editor-set counts the page's replacements of the editor's text (not typing): the page's script then scrolls
-    # the editor back to its first column, and forgets this browser's kept copy when the new text is not an edit
+    # the editor back to its first column, and forgets this browser's kept copy when the new text is not an edit;
+    # its data-template tells reports made from another text (`render.stamped`)
     return (render.template_status_html(s.problem, s.template_text, origin=s.origin.describe(), edited=s.edited)
-            + f'<span id="editor-set" data-n="{s.versions["editor"]}" data-edited="{int(s.edited)}" hidden></span>')
+            + f'<span id="editor-set" data-n="{s.versions["editor"]}" data-edited="{int(s.edited)}" '
+              f'data-template="{render.digest(s.template_text)}" hidden></span>')
 
 
 def library(p: _Pass) -> Any:
@@ -130,9 +132,12 @@ STALE_CHECK = (f'<span class="badge badge-neutral" id="check-stale">{icon("neutr
 
 
 def timeline(p: _Pass) -> str:
+    # #run-mark tells the run checks made from another run (`render.stamped`); a streaming run is none of them yet
     if p.drawn is None:
-        return _nothing(p.sess)
-    return (STALE_NOTE if p.sess.problem is not None else "") + p.drawn.timeline
+        return _nothing(p.sess) + '<span id="run-mark" data-run="" hidden></span>'
+    run = render.run_digest(p.sess.run) if p.sess.view.final else "live"
+    return ((STALE_NOTE if p.sess.problem is not None else "") + p.drawn.timeline
+            + f'<span id="run-mark" data-run="{run}" hidden></span>')
 
 
 def _nothing(sess: Session) -> str:
