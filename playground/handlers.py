@@ -219,6 +219,27 @@ def _template_first(sess: Session, editor_text: str | None) -> bool:
     return True
 
 
+# Parses of one run a one-shot handler makes at most while the template keeps changing under it.
+PARSE_TRIES = 3
+
+
+def _parse_with_editor_template(sess: Session, run: Run) -> tuple[Run, Any]:
+    """Parse ``run`` with the editor's template. Gradio runs an edit (or a library pick) alongside a parse of the
+    same session: one that lands while the parse runs re-parses the run shown then, and this parse, ending later,
+    would show a result of the old template next to the new one (trial 13 F9). So while the template changed
+    during the parse (and still loads), parse again with the new one, `PARSE_TRIES` times at most.
+
+    Returns ``(run, view)``: the run with the ``template_text`` its view was parsed with."""
+    for _ in range(PARSE_TRIES):
+        text = sess.template_text
+        if run.template_text != text:
+            run = dataclasses.replace(run, template_text=text)
+        view = parse_run(run, budget=guard.request_budget())
+        if sess.template_text == text or sess.problem is not None:
+            break
+    return run, view
+
+
 def _reparse_current(sess: Session, page: PageConfig, done: str | None = None, topic: str = "template") -> None:
     """Parse the current run (and the chat's last turn) again with the editor's template; the status line then
     says ``done`` (default: that the run was re-parsed), or what the time budget cut."""
@@ -595,7 +616,7 @@ def paste_parse(sess: Session, raw: str, prefix: str, tools_text: str, editor_te
     except ValueError as e:
         sess.say(str(e), "error", "run")
         return sess
-    view = parse_run(run, budget=guard.request_budget())
+    run, view = _parse_with_editor_template(sess, run)
     sess.finish_run(run, view, check_against_reference(run, view))
     sess.timeline_start = None
     count = len(raw or "")

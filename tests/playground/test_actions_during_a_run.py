@@ -140,3 +140,53 @@ def test_a_template_fixed_during_a_generation_replaces_the_error_in_the_status_l
     for _ in gen:
         pass
     assert not sess.running and sess.notice.text.startswith("Done") and sess.run.template_text == fixed
+
+
+def _edit_during_the_parse(monkeypatch, new_text, page):
+    """Make the paste's parse run an edit of the template (as Gradio runs the edit event alongside it) the first
+    time, then parse as usual: the interleaving of trial 13 F9, without depending on timing."""
+    real = handlers.parse_run
+    edits = []
+
+    def parse_then_edit(run, template_text=None, budget=None):
+        view = real(run, template_text, budget)
+        if not edits:
+            edits.append(handlers.edit_template(edits_sess[0], new_text, page))
+        return view
+
+    edits_sess = []
+    monkeypatch.setattr(handlers, "parse_run", parse_then_edit)
+    return edits_sess
+
+
+def test_a_template_edited_while_a_paste_parses_is_the_one_the_page_shows(monkeypatch):
+    """Trial 13 F9: an edit that landed while Paste -> Parse ran re-parsed the old run; the paste's parse, done
+    later, showed the run parsed with the OLD template next to the new one, "template valid", "agrees"."""
+    import json
+
+    page = PageConfig(default_model=None)
+    sess = Session(TPL)
+    plain = json.dumps({"start_anchor": "<|im_start|>assistant\n",
+                        "fields": {"content": {"close": "<|im_end|>", "repeats": True, "join": ""}}})
+    raw = "Hmm.\n</think>\nSure.<|im_end|>"
+    prefix = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    hook = _edit_during_the_parse(monkeypatch, plain, page)
+    hook.append(sess)
+    handlers.paste_parse(sess, raw, prefix, "", TPL, page)
+    assert sess.template_text == plain and sess.problem is None
+    assert sess.run.template_text == plain
+    # the new template's message (one content string), not the old one's (reasoning + content)
+    # (the prefix after its anchor is parsed too: "<think>\n" is content under a template without reasoning)
+    assert sess.view.message == {"content": "<think>\nHmm.\n</think>\nSure."}, sess.view.message
+    assert sess.check["agree"], sess.check
+
+
+def test_a_template_broken_while_a_paste_parses_leaves_the_run_marked_as_parsed_with_the_last_valid_one(
+        monkeypatch):
+    page = PageConfig(default_model=None)
+    sess = Session(TPL)
+    hook = _edit_during_the_parse(monkeypatch, '{"fields": ', page)
+    hook.append(sess)
+    handlers.paste_parse(sess, "Hmm.\n</think>\nSure.<|im_end|>", "<|im_start|>assistant\n<think>\n", "", TPL, page)
+    assert sess.problem is not None and sess.run.template_text == TPL
+    assert "Shown with the last valid template" in _by_view(views.redraw(sess))["timeline"]
