@@ -425,8 +425,11 @@ def clear_chat(sess: Session) -> Session:
     land in the emptied chat with no user turn before it)."""
     if _refused_while_running(sess, "chat"):
         return sess
+    from_chat = sess.run is not None and sess.run is sess.turn_run
     sess.clear()
-    sess.say("Conversation cleared.", "info", "chat")
+    # the run stays on the timeline (a paste or an example is no part of the conversation): say whose it is
+    sess.say("Conversation cleared." + (" The timeline still shows its last turn, until the next run."
+                                        if from_chat else ""), "info", "chat")
     return sess
 
 

@@ -8,6 +8,7 @@ from playground import state
 from playground.state import Origin, Session
 
 TPL = template_to_text(SKELETON_TEMPLATE)
+CLEARED_WITH_TURN = "Conversation cleared. The timeline still shows its last turn, until the next run."
 
 
 def _by_view(values):
@@ -35,8 +36,9 @@ def test_clear_during_a_generation_is_refused_and_the_turn_lands_after_its_user_
         pass
     assert not sess.running and "Done" in sess.notice.text
     assert [m["role"] for m in sess.history] == ["user", "assistant"]  # no orphan assistant turn
-    handlers.clear_chat(sess)  # once the run ended, Clear works
-    assert sess.history == [] and sess.notice.text == "Conversation cleared."
+    handlers.clear_chat(sess)  # once the run ended, Clear works; the timeline keeps the turn, and says so
+    assert sess.history == [] and sess.notice.text == CLEARED_WITH_TURN
+    assert sess.run is not None
 
 
 def test_load_model_during_a_generation_is_refused(tiny_model_dir):
@@ -100,7 +102,7 @@ def test_the_chats_trash_icon_clears_the_conversation_or_draws_it_back_while_a_r
     for _ in gen:
         pass
     handlers.trash_chat(sess)
-    assert sess.history == [] and sess.notice.text == "Conversation cleared."
+    assert sess.history == [] and sess.notice.text == CLEARED_WITH_TURN
     assert _sent(_by_view(views.redraw(sess))["chatbot"]) == []
 
 
@@ -190,3 +192,13 @@ def test_a_template_broken_while_a_paste_parses_leaves_the_run_marked_as_parsed_
     handlers.paste_parse(sess, "Hmm.\n</think>\nSure.<|im_end|>", "<|im_start|>assistant\n<think>\n", "", TPL, page)
     assert sess.problem is not None and sess.run.template_text == TPL
     assert "Shown with the last valid template" in _by_view(views.redraw(sess))["timeline"]
+
+
+def test_clear_after_a_paste_says_nothing_of_the_timeline(tiny_model_dir):
+    """Trial 13 F10: the timeline keeps the run after Clear; a pasted run is no part of the conversation."""
+    sess, gen = _mid_generation(tiny_model_dir)
+    for _ in gen:
+        pass
+    handlers.paste_parse(sess, "Hi.<|im_end|>", "<|im_start|>assistant\n", "", TPL, PageConfig(default_model=None))
+    handlers.clear_chat(sess)
+    assert sess.history == [] and sess.notice.text == "Conversation cleared." and sess.run is not None
