@@ -21,12 +21,11 @@ class ValuesBudget:
     """How many values one parse's transforms may still build (`ResponseParser`'s ``max_values``): one per parser,
     shared by every context of that parse (a count, so not part of the frozen `ParseContext`'s value)."""
 
-    __slots__ = ("limit", "left", "kind")
+    __slots__ = ("limit", "left")
 
-    def __init__(self, limit: int, kind: str = "values"):
+    def __init__(self, limit: int):
         self.limit = limit
         self.left = limit
-        self.kind = kind  # "join": characters of joined strings (`ResponseParser`'s ``max_join_chars``)
 
     def spend(self, n: int, field: str | None) -> None:
         """Count ``n`` values about to be built for ``field``.
@@ -36,7 +35,7 @@ class ValuesBudget:
         """
         if n > self.left:
             self.left = -1  # spent: every later build fails too
-            raise ValuesBudgetError(self.limit, field, self.kind)
+            raise ValuesBudgetError(self.limit, field)
         self.left -= n
 
 

@@ -228,7 +228,7 @@ class ResponseParser:
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
                  "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
                  "_segments", "delimiters", "prefix_length", "dropped_prefix", "initial_events", "_feed_start",
-                 "_joins", "_join_budget", "__dict__", "__weakref__")
+                 "_joins", "_join_budget", "_join_limit", "__dict__", "__weakref__")
 
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
@@ -271,7 +271,8 @@ class ResponseParser:
         self._output: dict[str, Any] = dict(plan.defaults) if plan.plain_defaults else deepcopy(plan.defaults)
         # field -> the pieces of its joined string not yet joined into `_output` (`_join_store`), or None
         self._joins: dict[str, list[str]] | None = None
-        self._join_budget = max_join_chars  # the limit, a `ValuesBudget` from the first join on (`_join_fits`)
+        # characters the joined strings may still add (None: no limit), out of `_join_limit` (`_close_current`)
+        self._join_budget = self._join_limit = max_join_chars
         # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset;
         # `_origin` is where the reference's next search starts: the end of the last delimiter, or where it last
         # flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
@@ -886,7 +887,13 @@ class ResponseParser:
                 value = self._build_value(field, raw)
             join = field.join
             if built and join is not None and self._join_budget is not None:
-                built = self._join_fits(events, field, value, raw, start, end)
+                # Count the characters the join adds against ``max_join_chars`` (an int, not a `ValuesBudget`:
+                # most parses join once or twice): the value, and the join before it after the first match.
+                added = len(value) if self._output.get(current) is None else len(join) + len(value)
+                if added <= self._join_budget:
+                    self._join_budget -= added
+                else:
+                    built = self._join_over(events, field, raw, start, end)
             if built:
                 # Store the value (a region close runs cold: steps inline, not in calls).
                 output = self._output
@@ -909,23 +916,16 @@ class ResponseParser:
             self._body_blocks = []
         self._opened = False
 
-    def _join_fits(self, events: list[dict], field: FieldSpec, value: str, raw: str, start: int, end: int) -> bool:
-        """Count the characters joining ``value`` adds to ``field``'s string (the value, and the join before it
-        after the first match) against ``max_join_chars``: True if they fit; else `ValuesBudgetError`, raised, or
-        with ``recover`` a ``region_error`` on this region (False). Once over, every later join fails too."""
-        added = len(value) if self._output.get(field.name) is None else len(field.join) + len(value)
-        budget = self._join_budget
-        if type(budget) is not ValuesBudget:
-            budget = self._join_budget = ValuesBudget(budget, "join")
-        try:
-            budget.spend(added, field.name)
-        except ValuesBudgetError as error:
-            if not self._recover:
-                raise
-            self._emit(events, {"type": "region_error", "field": field.name,
-                                "message": f"{type(error).__name__}: {error}", "raw": raw}, start, end)
-            return False
-        return True
+    def _join_over(self, events: list[dict], field: FieldSpec, raw: str, start: int, end: int) -> bool:
+        """A join past ``max_join_chars`` (counted in `_close_current`): `ValuesBudgetError`, raised, or with
+        ``recover`` a ``region_error`` on this region (returns False). Once over, every later join fails too."""
+        self._join_budget = -1
+        error = ValuesBudgetError(self._join_limit, field.name, "join")
+        if not self._recover:
+            raise error
+        self._emit(events, {"type": "region_error", "field": field.name,
+                            "message": f"{type(error).__name__}: {error}", "raw": raw}, start, end)
+        return False
 
     def _join_store(self, name: str, join: str, value: str) -> None:
         """Join ``value`` to field ``name``'s string as the reference does (``previous + join + value``), without
