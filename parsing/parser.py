@@ -503,10 +503,10 @@ class ResponseParser:
         if self._tail:
             self._join_tail()
         end = self._base + len(self._buf)  # `_end`
-        if (not self._spans and finder is not None and self._pos == end and (self._pos or not watch.at_start)
-                and finder.search(self._buf, end - self._base) is None):
-            # Nothing unconsumed, and no delimiter of this state can start in empty text (a state with a finder
-            # has no delimiter searched from an earlier origin): both steps below would only close the region.
+        if not self._spans and finder is not None and self._pos == end and (self._pos or not watch.at_start):
+            # Nothing unconsumed, and no delimiter of this state can start in empty text: a state with a finder
+            # has a literal to start every match (its finder needs at least one character: `_finder_source`) and
+            # no delimiter searched from an earlier origin. Both steps below would only close the region.
             self._close_current(events, end, end)
         else:
             # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only

@@ -120,6 +120,20 @@ def test_literal_automaton_finds_what_the_compiled_finder_finds(lits, text):
         assert slow.candidate(text, pos) == fast.candidate(text, pos), (lits, text, pos)
 
 
+@settings(max_examples=300, deadline=None)
+@given(lits=st.lists(st.text("ab<|>\n", min_size=1, max_size=6), min_size=1, max_size=8),
+       text=st.text("ab<|>\n", max_size=16))
+def test_a_finder_never_matches_empty_text_at_the_end(lits, text):
+    """`finalize` closes the region without a search when nothing is unconsumed: every finder match starts with a
+    literal's first character, so none starts at the end of the text (nor in empty text)."""
+    finder = make_prefilter(lits).finder
+    assert finder.search(text, len(text)) is None
+    assert finder.search("") is None
+    for pos in range(len(text) + 1):
+        found = finder.search(text, pos)
+        assert found is None or (found.end() > found.start() and any(lit.startswith(found.group()) for lit in lits))
+
+
 class _CountingText(str):
     """A str that counts the characters read from it one by one (the automaton's steps)."""
 
