@@ -309,11 +309,14 @@ class ResponseParser:
         self._feed_start = (self._current, self._origin)
 
     def _read_prefix(self, prefix: str) -> None:
-        dropped, kept = self.template.truncate_prefix(prefix, timeout=self._ctx)
-        if not dropped:
+        cut = self.template.anchor_end(prefix, timeout=self._ctx)  # (`truncate_prefix`, without copying `dropped`)
+        if not cut:
             logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
-        if self._spans:
-            self.dropped_prefix = dropped
+            kept = prefix
+        else:
+            kept = prefix[cut:]
+            if self._spans:
+                self.dropped_prefix = prefix[:cut]
         if kept:
             reusable = (not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
                         and self._limits.values is None)

@@ -238,6 +238,19 @@ class CompiledTemplate:
         is empty and the whole prefix is kept (as in the reference, which logs it).
         Matches are taken left to right without overlap, like ``finditer``.
         """
+        last_end = self.anchor_end(prefix, timeout)
+        if last_end is None:
+            return "", prefix
+        return prefix[:last_end], prefix[last_end:]
+
+    def anchor_end(self, prefix: str, timeout: ParseContext | float | None = None) -> int | None:
+        """Where the last start-anchor match in ``prefix`` ends (`truncate_prefix`'s cut), None where the anchor
+        does not occur: a parser keeps only what follows, without copying the (often long) text before it.
+
+        Raises:
+            TypeError: ``prefix`` is not a string (the regex module's own message).
+            PatternTimeoutError, BudgetExceededError: the anchor's regex ran past ``timeout``.
+        """
         anchor = self.start_anchor
         if not isinstance(prefix, str):
             # The reference runs its anchor regex over any prefix: the regex module's own TypeError, to the letter
@@ -261,9 +274,7 @@ class CompiledTemplate:
             last_end = None
             for m in anchor.run("finditer", prefix, timeout=timeout):
                 last_end = m.end()
-        if last_end is None:
-            return "", prefix
-        return prefix[:last_end], prefix[last_end:]
+        return last_end
 
 
 def _literals_overlap(literals) -> bool:
