@@ -116,12 +116,8 @@ def _chunkings(output, special_tokens):
         yield f"replay seed {seed}", replay_chunks(output, special_tokens, seed)
 
 
-@pytest.mark.parametrize("module", [reference, engine], ids=["reference", "engine"])
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_library_template_closes_the_call_before_text(module, case):
-    family = examples.load_family(case.split("/")[0])
-    output, expected = CASES[case]
-    prefix = family.prefixes["tools"]
+def _check(module, family, prefix, output, expected):
+    """One shot and every chunking give ``expected`` (a message, or ValueError raised)."""
     runs = [("one-shot", lambda: module.parse_response(output, family.template, prefix=prefix))]
     runs += [(label, lambda chunks=chunks: _stream(module, family.template, prefix, chunks))
              for label, chunks in _chunkings(output, family.special_tokens)]
@@ -131,3 +127,32 @@ def test_library_template_closes_the_call_before_text(module, case):
                 run()
         else:
             assert run() == expected, label
+
+
+@pytest.mark.parametrize("module", [reference, engine], ids=["reference", "engine"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_library_template_closes_the_call_before_text(module, case):
+    family = examples.load_family(case.split("/")[0])
+    output, expected = CASES[case]
+    _check(module, family, family.prefixes["tools"], output, expected)
+
+
+# Trial 13 F11: llama3_json's `;` close used to re-read the call from its start at every `;`, quadratic in
+# transformers' parser on code arguments; it now checks only that a `}` stands right before. The price, in the
+# family's Known limits: a string holding `}`, `;`, `{` in that order ends the call, and the cut JSON raises.
+BOUNDED_CLOSES = {
+    "llama3_json/semicolon_in_code_string": (
+        "tools", '{"name": "write_file", "parameters": {"path": "a.c", "content": "int x = f(a, b); y += x; {z();}"}}'
+        "<|eom_id|>",
+        message([call("write_file", {"path": "a.c", "content": "int x = f(a, b); y += x; {z();}"})])),
+    "llama3_json/brace_semicolon_brace_in_string_raises": (
+        "tools", '{"name": "write_file", "parameters": {"content": "struct a {}; {b}"}}<|eom_id|>', ValueError),
+}
+
+
+@pytest.mark.parametrize("module", [reference, engine], ids=["reference", "engine"])
+@pytest.mark.parametrize("case", sorted(BOUNDED_CLOSES))
+def test_bounded_call_close(module, case):
+    family = examples.load_family(case.split("/")[0])
+    prefix_name, output, expected = BOUNDED_CLOSES[case]
+    _check(module, family, family.prefixes[prefix_name], output, expected)
