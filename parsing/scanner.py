@@ -122,9 +122,9 @@ class ScanState(SearchClock):
         # Ids of `WatchSet.start_dies` delimiters seen to fail at index 0 of the buffer, even as a partial match:
         # no more text can make them match there, and they match nowhere else but at their literals.
         self.dead_at_start: set[int] = set()
-        # (buffer index, buffer length, base, shape, status, end, captures): the decision `still_deferred` reached
-        # when the deferred shape turned out decided (MATCH or FAIL), for `shape_step` to take instead of deciding
-        # the same shape on the same text again.
+        # (buffer index, buffer length, base, shape, status, end, captures, delimiter): the decision `still_deferred`
+        # reached when the deferred shape turned out decided (MATCH or FAIL), for `shape_step` to take instead of
+        # deciding the same shape on the same text again.
         self.decided: tuple | None = None
         # (delimiter id, lookbehind index) -> [stream offset of the window, stream offset read up to, states] of a
         # balanced-quote lookbehind (`_balanced_holds`): where the text since the window has been read to, and the
@@ -182,7 +182,7 @@ class ScanState(SearchClock):
             match = {} if shape.named else None
             status, cause = shape.decide(buf, at, False, match, cause)  # resumed where the last walk stopped
             if status != UNDECIDED:
-                self.decided = (at, end, base, shape, status, cause, match)
+                self.decided = (at, end, base, shape, status, cause, match, deferred[1])
                 return False
             self.deferred = (deferred[0], deferred[1], shape, cause)
             self.checked = end + base
@@ -427,7 +427,10 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
         for delim in delimiters:
             shape = delim.shape
             if shape is None and delim.split_shapes is not None:
-                shape = delim.split_shapes[_variant(delim, buf, at, base, before, ctx, clock, window)]
+                # (the variant `still_deferred` just decided, if it is this delimiter's: the one `_variant` selects
+                # here, for a lookbehind's answer at a place is kept until a commit)
+                shape = (memo[3] if memo is not None and memo[7] is delim
+                         else delim.split_shapes[_variant(delim, buf, at, base, before, ctx, clock, window)])
             if shape is not None:
                 if memo is not None and memo[3] is shape:  # `ScanState.still_deferred` decided it just now
                     status, stop, match = memo[4], memo[5], memo[6]
