@@ -786,7 +786,18 @@ class ResponseParser:
                         first = seen[commit][0]
                         raise _loop_error([d for i, d in seen.values() if i >= first], start)
                     seen[commit] = (len(seen), hit.delim)
-                continue
+                watch = watches[self._current]
+                finder = watch.finder
+                if eos or as_reference or timed or finder is None or end == base and watch.at_start:
+                    continue
+                # The next pass, at once: the clock was just reset (nothing is deferred), so the new state's finder
+                # alone says whether a delimiter may start in the rest of the buffer (what that pass would search).
+                buf = self._buf
+                found = finder.search(buf, end - base)
+                if found is not None and found.group() in watch.literal_set:
+                    first = found  # a whole literal: the next pass scans from it
+                    continue
+                hold = len(buf) if found is None else found.start()  # none, or one cut off by the buffer edge
             if eos:
                 if self._pos < self._end:
                     self._route(events, self._pos, self._end)
