@@ -225,7 +225,7 @@ class ResponseParser:
     __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
                  "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
                  "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
-                 "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast",
+                 "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast", "_held",
                  "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
                  "_segments", "delimiters", "prefix_length", "dropped_prefix", "initial_events", "_feed_start",
                  "_joins", "_join_budget", "_join_limit", "__dict__", "__weakref__")
@@ -265,6 +265,10 @@ class ResponseParser:
          self._fast) = plan.start
         if spans:  # every chunk is accounted for: no fast path
             self._fast_states, self._fast = plan.no_fast, None
+        # `_fast`: the current state's fast-path data (`_Plan.fast`) while nothing is held (None while text is held,
+        # with spans, after `finalize`); `_held`: the same while text is held, for `feed`'s quick look at it. Both
+        # None: `feed`'s general path (`_process` sets them again when it is done).
+        self._held = None
         self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
         self._history_len = 0
         self._clock: ScanState | None = None  # made on the first full scan
@@ -354,7 +358,7 @@ class ResponseParser:
         """Take the state another parser reached after reading the same prefix (see `_reusable_state`)."""
         (self._buf, self._base, self._pos, self._origin, self._state_start, self._current, self._opened, captures,
          body, blocks, history, self._history_len, self.prefix_length, events) = state
-        self._fast = self._fast_states[self._current]
+        self._fast = self._held = None  # the first feed takes `feed`'s general path (its `_process` sets them)
         if captures:
             self._captures = dict(captures)
         self._body = list(body)
@@ -372,8 +376,8 @@ class ResponseParser:
             RuntimeError: after `finalize`.
             ValueError, KeyError: a region closed and its value could not be built (see the class doc).
         """
-        fast = self._fast  # None after `finalize`, with spans, or in a state with no fast path
-        if fast is not None and text and (self._tail or self._pos == self._base + len(self._buf)):
+        fast = self._fast  # None while text is held, after `finalize`, with spans, or in a state with no fast path
+        if fast is not None and text:
             found = None
             if self._pos or not fast[2]:
                 for char in fast[0]:  # most often one ('<'): cheaper than any set operation
@@ -423,66 +427,70 @@ class ResponseParser:
                     self._pos = start
                     if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
                         self._trim()
+                self._fast, self._held = None, fast  # text is held
                 return events
         else:
-            if self._finalized:
-                raise RuntimeError("ResponseParser already finalized")
-            buf = self._buf
-            events = []
-            if not text:
-                self._process(events, eos=False)
-                return events
-            if not self._spans:
-                # Something is held (or the state has no fast path: then it has no finder either, and no tail:
-                # `_process` joined it before the state changed). Most often it is a delimiter cut off by the buffer
-                # edge that this chunk continues without completing (special tokens arrive in pieces): then nothing
-                # changes but the buffer.
-                buf += text
-                self._buf = buf
-                pos = self._pos - self._base
-                if fast is not None and len(buf) - pos <= fast[5] and buf[pos:] in fast[4] \
-                        and (pos or not fast[2] or self._start_settled(self._watch[self._current])):
-                    # The held text is still a literal cut off by the buffer edge (what the finder's search from
-                    # `pos` would say, with no search): it stays held.
+            held = self._held  # the state's fast-path data while text is held (None: not known to be)
+            if held is None or not text:
+                if self._finalized:
+                    raise RuntimeError("ResponseParser already finalized")
+                if not text or self._spans:
+                    events = []
+                    if text:
+                        self._append(text)
+                    self._process(events, eos=False)
                     return events
-                watch = self._watch[self._current]
-                finder = watch.finder
-                if finder is not None:
-                    found = finder.search(buf, pos)
-                    if found is None and (pos or not watch.at_start or self._start_settled(watch)):
-                        # The held text turned out to start no delimiter, nor does the chunk: all of it goes to
-                        # the current region (what `_process` would conclude from the same search).
-                        end = self._base + len(buf)
-                        self._route(events, self._pos, end)
-                        self._pos = end
-                        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
-                            self._trim()
+            # Something is held (or the state has no fast path: then it has no finder either, and no tail: `_process`
+            # joined it before the state changed). Most often it is a delimiter cut off by the buffer edge that this
+            # chunk continues without completing (special tokens arrive in pieces): then nothing changes but the
+            # buffer.
+            buf = self._buf + text
+            self._buf = buf
+            pos = self._pos - self._base
+            if held is not None and len(buf) - pos <= held[5] and buf[pos:] in held[4] \
+                    and (pos or not held[2] or self._start_settled(self._watch[self._current])):
+                # The held text is still a literal cut off by the buffer edge (what the finder's search from `pos`
+                # would say, with no search): it stays held.
+                return []
+            events = []
+            watch = self._watch[self._current]
+            finder = watch.finder
+            if finder is not None:
+                found = finder.search(buf, pos)
+                if found is None and (pos or not watch.at_start or self._start_settled(watch)):
+                    # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
+                    # current region (what `_process` would conclude from the same search).
+                    end = self._base + len(buf)
+                    self._route(events, self._pos, end)
+                    self._pos = end
+                    if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                        self._trim()
+                    self._held = None
+                    self._fast = self._fast_states[self._current]  # nothing is held
+                    return events
+                if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
+                    at = found.start()
+                    if found.group() not in watch.literal_set:
+                        # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
+                        if at > pos:
+                            end = self._base + at
+                            self._route(events, self._pos, end)
+                            self._pos = end
+                            if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                                self._trim()
                         return events
-                    if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
-                        at = found.start()
-                        if found.group() not in watch.literal_set:
-                            # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
-                            if at > pos:
-                                end = self._base + at
-                                self._route(events, self._pos, end)
-                                self._pos = end
-                                if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
-                                    self._trim()
-                            return events
-                        if at != pos:
-                            self._process(events, eos=False)
-                            return events
-                        # A whole literal where the last scan held without running its regex (a suffix the
-                        # match needs has not arrived, or a complete match waits for its lookahead's text):
-                        # `_process` would hold there again, whatever the other delimiters do.
-                        clock = self._clock
-                        if clock is not None and clock.deferred is not None \
-                                and clock.still_deferred(buf, pos, self._base, self._ctx):
-                            return events
-                        self._process(events, False, first=found)  # what `_process` would search and check first
+                    if at != pos:
+                        self._process(events, eos=False)
                         return events
-            else:
-                self._append(text)
+                    # A whole literal where the last scan held without running its regex (a suffix the match needs
+                    # has not arrived, or a complete match waits for its lookahead's text): `_process` would hold
+                    # there again, whatever the other delimiters do.
+                    clock = self._clock
+                    if clock is not None and clock.deferred is not None \
+                            and clock.still_deferred(buf, pos, self._base, self._ctx):
+                        return events
+                    self._process(events, False, first=found)  # what `_process` would search and check first
+                    return events
         self._process(events, eos=False)
         return events
 
@@ -658,6 +666,7 @@ class ResponseParser:
         (`ScanState.still_deferred`) does not hold (`feed`'s held path checked both)."""
         if self._tail:
             self._join_tail()
+        self._fast = self._held = None  # until this pass is done (if it raises, the next feed takes the general path)
         base = self._base
         ctx = self._ctx
         watches = self._watch
@@ -813,6 +822,12 @@ class ResponseParser:
             break
         if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
             self._trim()
+        if not eos:  # where `feed` starts with the next chunk: its fast path while nothing is held, else its held path
+            fast = self._fast_states[self._current]
+            if self._pos == self._base + len(self._buf):
+                self._fast = fast
+            else:
+                self._held = fast
 
     def _start_settled(self, watch: WatchSet) -> bool:
         """Whether every delimiter of ``watch`` that `^` lets match at index 0 of the buffer whatever the text has
@@ -866,7 +881,6 @@ class ResponseParser:
     def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
         """Open ``hit``'s region; `_close_current` ran just before, so the body is empty."""
         current = self._current = hit.delim.field
-        self._fast = self._fast_states[current]
         self._captures = hit.captures
         self._opened = True
         event = {"type": "region_open", "field": current}
@@ -922,8 +936,8 @@ class ResponseParser:
                     event["start"], event["end"] = start, end
                 events.append(event)
         # Back to the implicit region.
-        implicit = self._current = self._implicit
-        self._fast = self._fast_states[implicit]
+        self._current = self._implicit
+        self._fast = None  # the new state's fast path: set by `_process` once nothing is held
         self._captures = {}
         self._body = []
         if self._body_blocks:
