@@ -455,6 +455,13 @@ class ResponseParser:
             events = []
             watch = self._watch[self._current]
             finder = watch.finder
+            clock = self._clock
+            if pos and finder is not None and clock is not None and clock.deferred is not None \
+                    and clock.deferred[2] is not None and clock.still_deferred(buf, pos, self._base, self._ctx):
+                # The last scan held here on a shape it could not decide (past index 0: where a literal of it starts,
+                # whole or cut off, the first thing the finder would find), and it still cannot: a scan would hold
+                # here again, whatever the other delimiters do. No search.
+                return events
             if finder is not None:
                 found = finder.search(buf, pos)
                 if found is None and (pos or not watch.at_start or self._start_settled(watch)):
@@ -485,9 +492,8 @@ class ResponseParser:
                     # A whole literal where the last scan held without running its regex (a suffix the match needs
                     # has not arrived, or a complete match waits for its lookahead's text): `_process` would hold
                     # there again, whatever the other delimiters do.
-                    clock = self._clock
-                    if clock is not None and clock.deferred is not None \
-                            and clock.still_deferred(buf, pos, self._base, self._ctx):
+                    if clock is not None and clock.deferred is not None and (not pos or clock.deferred[2] is None) \
+                            and clock.still_deferred(buf, pos, self._base, self._ctx):  # (a shape's: asked above)
                         return events
                     self._process(events, False, first=found)  # what `_process` would search and check first
                     return events
