@@ -10,8 +10,8 @@ import pytest
 from transformers.utils import chat_parsing as reference
 
 import examples
-from parsing.streams import replay_chunks
 import parsing as engine
+from streamed import chunkings, stream_message
 
 QWEN3_PREFILLED = "<|im_start|>user\nIs 17 prime?<|im_end|>\n<|im_start|>assistant\n<think>\n"
 CHATML = "<|im_start|>user\nSave a note.<|im_end|>\n<|im_start|>assistant\n"
@@ -59,25 +59,11 @@ CASES = {
 }
 
 
-def _stream(module, template, prefix, chunks):
-    parser = module.ResponseParser(template, prefix=prefix)
-    for chunk in chunks:
-        parser.feed(chunk)
-    return parser.finalize()[0]
-
-
-def _chunkings(output, special_tokens):
-    yield "one chunk", [output]
-    yield "one char per chunk", list(output)
-    for seed in range(3):
-        yield f"replay seed {seed}", replay_chunks(output, special_tokens, seed)
-
-
 @pytest.mark.parametrize("module", [reference, engine], ids=["reference", "engine"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_library_template_parses_real_output(module, case):
     family_name, prefix, output, expected = CASES[case]
     family = examples.load_family(family_name)
     assert module.parse_response(output, family.template, prefix=prefix) == expected
-    for label, chunks in _chunkings(output, family.special_tokens):
-        assert _stream(module, family.template, prefix, chunks) == expected, label
+    for label, chunks in chunkings(output, family.special_tokens):
+        assert stream_message(module, family.template, prefix, chunks) == expected, label

@@ -17,7 +17,7 @@ from transformers.utils import chat_parsing as reference
 
 import examples
 import parsing as engine
-from parsing.streams import replay_chunks
+from streamed import chunkings, stream_message
 
 
 def call(name, arguments):
@@ -102,25 +102,11 @@ CASES["phi4_mini/text_starting_with_lowercase_f_raises"] = (
     "functools" + LIST_NOW + "\n\nfetching now.<|end|>", ValueError)
 
 
-def _stream(module, template, prefix, chunks):
-    parser = module.ResponseParser(template, prefix=prefix)
-    for chunk in chunks:
-        parser.feed(chunk)
-    return parser.finalize()[0]
-
-
-def _chunkings(output, special_tokens):
-    yield "one chunk", [output]
-    yield "one char per chunk", list(output)
-    for seed in range(3):
-        yield f"replay seed {seed}", replay_chunks(output, special_tokens, seed)
-
-
 def _check(module, family, prefix, output, expected):
     """One shot and every chunking give ``expected`` (a message, or ValueError raised)."""
     runs = [("one-shot", lambda: module.parse_response(output, family.template, prefix=prefix))]
-    runs += [(label, lambda chunks=chunks: _stream(module, family.template, prefix, chunks))
-             for label, chunks in _chunkings(output, family.special_tokens)]
+    runs += [(label, lambda chunks=chunks: stream_message(module, family.template, prefix, chunks))
+             for label, chunks in chunkings(output, family.special_tokens)]
     for label, run in runs:
         if expected is ValueError:
             with pytest.raises(ValueError):

@@ -4,6 +4,8 @@ import json
 import re
 from html.parser import HTMLParser
 
+import pytest
+
 import parsing
 from parsing.streams import tokenish_chunks
 from playground import render
@@ -220,12 +222,9 @@ def test_template_status_snippet_counts_lines_as_the_json_error_does():
     """A raw U+2028 inside a string is text to JSON (its line numbers count "\\n" only): the snippet must show the
     lines the error names, not lines cut at the U+2028."""
     text = '{\n  "defaults": {"role": "assistant", "note": "a\u2028b\u2028c"},\n  "start_anchor": "x",\n  "fields": {"content": {"close": }}}'
-    try:
+    with pytest.raises(parsing.TemplateError) as bad:
         parsing.loads_template(text)
-    except parsing.TemplateError as p:
-        out = render.template_status_html(p, text)
-    else:  # pragma: no cover
-        raise AssertionError("bad JSON accepted")
+    out = render.template_status_html(bad.value, text)
     assert 'data-line="4"' in out
     marked = out.split("<mark>", 1)[1].split("</mark>", 1)[0]
     assert marked.startswith("   4 | ") and "&quot;fields&quot;" in marked
