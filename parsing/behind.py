@@ -33,6 +33,8 @@ import re
 
 import regex
 
+from .regex_cost import compile_pattern
+
 from .shapes import (START, _Choice, _class_within, _classes_disjoint, _expanded, _NotAShape, _Run, _sequence,
                      join_literals)
 
@@ -274,7 +276,7 @@ def _backward(items: tuple) -> _Back:
         elif type(item) is str:
             steps.append(("lit", item, None))
         else:
-            matcher = regex.compile(f"(?r)(?:{item.cls})*", _FLAGS).match
+            matcher = compile_pattern(f"(?r)(?:{item.cls})*", _FLAGS).match
             left = items[k - 1] if k else None
             if left is None:
                 before = ("none",)

@@ -10,13 +10,12 @@ regex time budget, the optional overall deadline and the field name: every regex
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any, Callable
 
 import regex
 
 from .budget import NO_LIMITS, ParseContext, run_regex
-from .regex_cost import too_large
+from .regex_cost import CACHED_PATTERN_SIZE, compile_pattern, pattern_weight, sized_cache, too_large
 
 # Placeholder markers for strings pulled out by `string_delims`: control characters that real model output never
 # contains; input that does contain them is refused rather than mis-parsed.
@@ -25,17 +24,10 @@ _HOLE = regex.compile("\x01(\\d+)\x02")
 _BARE_KEY = regex.compile(r"(?<=[{,])(\w+):")
 
 
-@lru_cache(maxsize=256)
-def _compiled_source(source: str):
-    return regex.compile(source, regex.DOTALL)
-
-
 def _compiled(source: Any):
-    """``regex.compile(source, regex.DOTALL)`` (same errors), kept per pattern text: a region close would otherwise
-    pay the ``regex`` module's own cache lookup, which costs more than a short match."""
-    if type(source) is str:
-        return _compiled_source(source)
-    return regex.compile(source, regex.DOTALL)
+    """``regex.compile(source, regex.DOTALL)`` (same errors), kept per pattern text in a cache bounded by size
+    (`parsing.regex_cost.compile_pattern`)."""
+    return compile_pattern(source, regex.DOTALL)
 
 
 def _delimited_source(open_d: Any, close_d: Any) -> str:
@@ -45,7 +37,7 @@ def _delimited_source(open_d: Any, close_d: Any) -> str:
     return _delimited_str.__wrapped__(open_d, close_d)  # uncached: `regex`'s own error for anything else
 
 
-@lru_cache(maxsize=256)
+@sized_cache(CACHED_PATTERN_SIZE, lambda text, open_d, close_d: 2 * len(text))
 def _delimited_str(open_d: str, close_d: str) -> str:
     return regex.escape(open_d) + r"(.*?)" + regex.escape(close_d)
 
@@ -158,7 +150,7 @@ def _parse_nested(raw: Any, value_parser: dict | None, ctx: ParseContext) -> Any
     return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}), ctx.nested("value_parser"))
 
 
-@lru_cache(maxsize=256)
+@sized_cache(CACHED_PATTERN_SIZE, pattern_weight)
 def _tag_pattern(source: str) -> tuple[Any, str | None, int | None, int | None]:
     """A string ``tag_pattern`` read once: ``(compiled, refused, key group, value group)``. ``refused``: why the
     pattern is too large to compile (`too_large`; then nothing is compiled). The groups are the numbers of the
@@ -167,7 +159,7 @@ def _tag_pattern(source: str) -> tuple[Any, str | None, int | None, int | None]:
     why = too_large(source)
     if why is not None:
         return None, why, None, None
-    compiled = _compiled_source(source)
+    compiled = compile_pattern(source, regex.DOTALL)
     index = compiled.groupindex
     return compiled, None, index.get("key"), index.get("value")
 

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import regex
 
 from re import _constants as _c  # Python 3.11+
+
+from .regex_cost import CACHED_PATTERN_SIZE, compile_pattern, pattern_weight, sized_cache
 
 # Flags the analysis understands: what every template pattern is compiled with.
 _PLAIN_FLAGS = regex.DOTALL | regex.UNICODE | regex.VERSION0
@@ -73,11 +74,12 @@ class Branch:
     sure_failure: bool = False
 
 
-@lru_cache(maxsize=1024)
+@sized_cache(CACHED_PATTERN_SIZE, pattern_weight)
 def _compiled_branches(source: str, flags: int) -> tuple | None:
     """``((branch source, branch compiled with flags), ...)`` for the top-level branches of ``source``; None when
     the pattern uses flags or syntax this split does not know, or a branch does not compile alone with the same
-    flags (a bar inside a group or set, or an inline global flag that applies to every branch)."""
+    flags (a bar inside a group or set, or an inline global flag that applies to every branch). Kept per pattern,
+    bounded by size (`parsing.regex_cost.sized_cache`)."""
     if flags & ~_PLAIN_FLAGS:
         return None
     sources = top_level_branches(source)
@@ -86,7 +88,7 @@ def _compiled_branches(source: str, flags: int) -> tuple | None:
     branches = []
     for part in sources:
         try:
-            rx = regex.compile(part, flags)
+            rx = compile_pattern(part, flags)
         except regex.error:
             return None
         if rx.flags != flags:

@@ -37,6 +37,8 @@ from typing import Any
 
 import regex
 
+from .regex_cost import compile_pattern
+
 # After the rewritten pattern: the buffer edge, then a character (never there, so never a complete match).
 _AT_EDGE = r"\Z[\s\S]"
 
@@ -74,7 +76,7 @@ def compile_edge(source: str, flags: int, lookbehinds: bool = True) -> Any:
     if text is None:
         return None
     try:
-        return regex.compile(text, regex.DOTALL)
+        return compile_pattern(text, regex.DOTALL)
     except (regex.error, RecursionError, OverflowError):
         return None
 

@@ -30,6 +30,7 @@ import re
 
 import regex
 
+from .regex_cost import compile_pattern
 from .shapes import _literal
 
 
@@ -160,7 +161,7 @@ def escape_strings(behind: str) -> EscapeStrings | None:
         first = _literal(found.group("first"))
         rest = _literal(found.group("rest"))
         markers = {_literal(found.group(part)) for part in ("open", "inner", "close")}
-        name = regex.compile(f"[{found.group('name')}]", regex.DOTALL)
+        name = compile_pattern(f"[{found.group('name')}]", regex.DOTALL)
     except Exception:
         return None
     excluded = found.group("set")

@@ -13,25 +13,35 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+import weakref
 from re import _constants as _c  # Python 3.11+
+from typing import Any, Callable, NamedTuple
+
+import regex
 
 # Paths through the pattern times characters walked: some milliseconds of `regex` work at most.
 UNGUARDED_STEPS = 1_000_000
 # Never consider texts longer than this unguarded.
 MAX_UNGUARDED = 4096
 
+# id(pattern) -> (weak reference to it, length): a pattern is not kept alive by this cache (its entry goes with it).
 _cache: dict = {}
 
 
 def unguarded_length(compiled) -> int:
     """Longest text (from the search position to the end) on which a call of ``compiled`` (a `regex` pattern)
     is bounded to `UNGUARDED_STEPS` steps; 0 for syntax the bound does not understand (fuzzy matching, reverse
-    search, recursion, back references, nested repeats). Cached per pattern object."""
-    length = _cache.get(compiled)
-    if length is None:
-        if len(_cache) > 4096:
-            _cache.clear()
-        length = _cache[compiled] = _longest(compiled)
+    search, recursion, back references, nested repeats). Cached per pattern object, without keeping it alive."""
+    entry = _cache.get(id(compiled))
+    if entry is not None and entry[0]() is compiled:
+        return entry[1]
+    length = _longest(compiled)
+    key = id(compiled)
+    if len(_cache) > 4096:
+        _cache.clear()
+    _cache[key] = (weakref.ref(compiled, lambda ref: _cache.pop(key, None) if _cache.get(key, (None,))[0] is ref
+                               else None), length)
     return length
 
 
@@ -158,5 +168,101 @@ def too_large(source: str) -> str | None:
     return None
 
 
-__all__ = ["MAX_PATTERN_SIZE", "MAX_TEMPLATE_SIZE", "UNGUARDED_STEPS", "compile_size", "too_large",
-           "unguarded_length"]
+# What this process keeps of the patterns it compiled, between calls. A public server compiles whatever patterns its
+# visitors send, and one compiled 100,000-item pattern holds ~11 MB: caches bounded by entry count (the `regex`
+# module's own, 500 patterns; ours, up to 1,024) let one visitor grow the server by ~28 MB per template, kept. Each
+# pattern cache here keeps at most `CACHED_PATTERN_SIZE` units (`pattern_weight`: items written out plus characters
+# of pattern text), dropping the oldest first; nothing user-written enters the `regex` module's cache.
+CACHED_PATTERN_SIZE = MAX_TEMPLATE_SIZE  # units each pattern cache keeps: ~30 MB of compiled patterns at most
+_MISSING = object()
+# `regex` remembers, per pattern text, whether the pattern is locale-sensitive (`regex._main._locale_sensitive`),
+# for every pattern compiled, cached or not, and trims that table only when its own cache is full: a text compiled
+# with ``cache_pattern=False`` would stay there for good. None where this `regex` keeps no such table.
+_LOCALE_TABLE = getattr(getattr(regex, "_main", None), "_locale_sensitive", None)
+
+
+class CacheInfo(NamedTuple):
+    """What a `SizedCache` keeps: ``currsize`` entries weighing ``weight`` in all."""
+
+    currsize: int
+    weight: int
+
+
+class SizedCache:
+    """The results of ``fn(*args)`` kept by their arguments while the weights of those kept (``weigh(result,
+    *args)``, an int) total at most ``budget``, and at most ``maxsize`` of them (None: no count limit); the least
+    recently used are dropped first, and a result heavier than ``budget`` is not kept. Exceptions are not kept
+    (they raise again). Thread-safe; arguments must be hashable.
+
+    `cache_info()` returns a `CacheInfo`; `cache_clear()` drops everything; ``__wrapped__`` is ``fn``.
+    """
+
+    def __init__(self, fn: Callable, budget: int, weigh: Callable[..., int], maxsize: int | None = None):
+        self.__wrapped__ = fn
+        self.budget, self.weigh, self.maxsize = budget, weigh, maxsize
+        self._kept: dict = {}  # args -> (result, weight), least recently used first
+        self._weight = 0
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        with self._lock:
+            entry = self._kept.pop(args, _MISSING)
+            if entry is not _MISSING:
+                self._kept[args] = entry
+                return entry[0]
+        result = self.__wrapped__(*args)
+        weight = self.weigh(result, *args)
+        if weight <= self.budget:
+            with self._lock:
+                old = self._kept.pop(args, None)
+                if old is not None:
+                    self._weight -= old[1]
+                self._kept[args] = (result, weight)
+                self._weight += weight
+                while self._weight > self.budget or (self.maxsize is not None and len(self._kept) > self.maxsize):
+                    self._weight -= self._kept.pop(next(iter(self._kept)))[1]
+        return result
+
+    def cache_info(self) -> CacheInfo:
+        """How many entries are kept and their total weight."""
+        with self._lock:
+            return CacheInfo(len(self._kept), self._weight)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._weight = 0
+
+
+def sized_cache(budget: int, weigh: Callable[..., int], maxsize: int | None = None) -> Callable[[Callable], SizedCache]:
+    """Decorator: `SizedCache` of the function with ``budget``, ``weigh`` and ``maxsize``."""
+    return lambda fn: SizedCache(fn, budget, weigh, maxsize)
+
+
+def pattern_weight(_result: Any, source: Any, *_args: Any) -> int:
+    """Weight of a cache entry keyed by pattern text ``source``: its `compile_size` (what the compiled pattern
+    holds) plus its length (the key text itself); 1 for a key that is not text."""
+    return compile_size(source) + len(source) if isinstance(source, str) else 1
+
+
+@sized_cache(CACHED_PATTERN_SIZE, pattern_weight)
+def _compiled(source: str, flags: int) -> Any:
+    try:
+        return regex.compile(source, flags, cache_pattern=False)
+    finally:
+        if _LOCALE_TABLE is not None:
+            _LOCALE_TABLE.pop((str, source), None)
+
+
+def compile_pattern(source: str, flags: int = 0) -> Any:
+    """``regex.compile(source, flags)`` (same result, same errors) for a pattern a template wrote or one derived
+    from it: kept in a cache bounded by size (`CACHED_PATTERN_SIZE`), never in the `regex` module's own (500
+    patterns of any size)."""
+    if type(source) is not str:
+        return regex.compile(source, flags)
+    return _compiled(source, flags)
+
+
+__all__ = ["CACHED_PATTERN_SIZE", "MAX_PATTERN_SIZE", "MAX_TEMPLATE_SIZE", "UNGUARDED_STEPS", "SizedCache",
+           "compile_pattern", "compile_size", "pattern_weight", "sized_cache", "too_large", "unguarded_length"]

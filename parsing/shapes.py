@@ -37,6 +37,8 @@ import re
 
 import regex
 
+from .regex_cost import compile_pattern
+
 # Flags a shape may be compiled under: what every template pattern gets (DOTALL), and the defaults.
 _PLAIN_FLAGS = regex.DOTALL | regex.UNICODE | regex.VERSION0
 _SPECIAL = set(".^$*+?{}[]|()\\")
@@ -435,7 +437,7 @@ def shape_of(source: str, flags: int) -> Shape | None:
                     for items, _ in branches for item in _all_items(items))
         order = None
         if any(type(item) is _Mark for items, _ in branches for item in _all_items(items)):
-            groups = regex.compile(source, flags).groupindex
+            groups = compile_pattern(source, flags).groupindex
             order = tuple(sorted(groups, key=groups.get))
         heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
         shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0,
@@ -701,7 +703,7 @@ def _run_matcher(cls: str, flags: int, repeat: str = "*"):
         elif len(member) == 1:
             written.append(_set_char(member))
         else:  # \w, \d: their Unicode tables differ between the two engines
-            return regex.compile(f"(?:{cls}){repeat}", flags)
+            return compile_pattern(f"(?:{cls}){repeat}", flags)
     return re.compile(f"[{'^' if negated else ''}{''.join(written)}]{repeat}")
 
 
@@ -892,7 +894,7 @@ _RANGE_LIMIT = 4096
 
 def _excludes(cls: str, member) -> bool:
     """Whether the class ``cls`` accepts none of the characters of one member of another class (`_class_parts`)."""
-    rx = regex.compile(cls, _PLAIN_FLAGS)
+    rx = compile_pattern(cls, _PLAIN_FLAGS)
     if type(member) is tuple:
         low, high = ord(member[0]), ord(member[1])
         if high - low > _RANGE_LIMIT:
@@ -904,7 +906,7 @@ def _excludes(cls: str, member) -> bool:
     if negated:  # [^...] excludes all of \s, \w, \d only if it lists it (\d: or \w, its superset)
         return member in members or member == "\\d" and "\\w" in members
     # a positive class excludes an escape's characters if none of its own members is one of them
-    escape = regex.compile(member, _PLAIN_FLAGS)
+    escape = compile_pattern(member, _PLAIN_FLAGS)
     for own in members:
         if type(own) is tuple:
             low, high = ord(own[0]), ord(own[1])
@@ -937,7 +939,7 @@ def _class_within(a: str, b: str) -> bool:
     negated_a, members_a = _class_parts(a)
     if negated_a:
         return False
-    rx = regex.compile(b, _PLAIN_FLAGS)
+    rx = compile_pattern(b, _PLAIN_FLAGS)
     for m in members_a:
         if type(m) is tuple:
             low, high = ord(m[0]), ord(m[1])

@@ -29,7 +29,7 @@ from .content import CONTENT_PARSERS
 from .errors import TemplateError
 from .decided import decided_branches
 from .edge import compile_edge
-from .regex_cost import MAX_TEMPLATE_SIZE, compile_size, too_large
+from .regex_cost import MAX_TEMPLATE_SIZE, compile_pattern, compile_size, too_large
 from .prefilter import (Prefilter, derive_prefilter, derive_suffixes, lookbehind_variant, make_prefilter,
                         split_leading_lookbehinds)
 from .shapes import Shape, shape_of, template_code_budget
@@ -404,7 +404,7 @@ def _forward_text(source: str) -> str:
 def _forward_version(source: str) -> Any:
     """A reverse pattern (``(?r)...``) compiled to search forwards, or None when that cannot be derived."""
     try:
-        compiled = regex.compile(_forward_text(source), regex.DOTALL)
+        compiled = compile_pattern(_forward_text(source), regex.DOTALL)
     except regex.error:
         return None
     return None if compiled.flags & regex.REVERSE else compiled
@@ -631,7 +631,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         ordered = sorted(literals, key=len, reverse=True)
         source = "|".join(regex.escape(s) for s in ordered)
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
-        return Delimiter(field_name, kind, regex.compile(source, regex.DOTALL), source, tuple(literals),
+        return Delimiter(field_name, kind, compile_pattern(source, regex.DOTALL), source, tuple(literals),
                          can_extend, max(len(s) for s in literals), 0, 0, tuple(ordered),
                          "".join(dict.fromkeys(s[0] for s in literals)), prefilter=make_prefilter(literals))
     if pattern_key in spec:
@@ -645,7 +645,7 @@ def _compile_delimiter(spec: dict, path: str, field_name: str | None, kind: str,
         if len(source) > MAX_PATTERN_CHARS:
             raise _scope_error(where, f"{scope}: {pattern_key} longer than {MAX_PATTERN_CHARS} characters is refused")
         try:
-            compiled = regex.compile(source, regex.DOTALL)
+            compiled = compile_pattern(source, regex.DOTALL)
         except regex.error as exc:
             # The message is the reference's to the letter (it quotes `regex`, which can name the pattern's end);
             # `pattern_pos` says where the fault is, for the editor and lint.
@@ -671,7 +671,7 @@ def _k_attempt(source: str) -> tuple[Any, str]:
     if _ESCAPE_K.search(source):
         attempt_source = _ESCAPE_K.sub(lambda m: m.group(0)[:-2], source)
         try:
-            attempt = regex.compile(attempt_source, regex.DOTALL)
+            attempt = compile_pattern(attempt_source, regex.DOTALL)
         except regex.error:
             attempt, attempt_source = None, "(?"  # unknown reach: hold conservatively
     return attempt, attempt_source
@@ -704,12 +704,12 @@ def _pattern_delimiter(field_name: str | None, kind: str, source: str, compiled:
         if None not in reaches:
             try:
                 rests = ["|".join(alt for index, alt in alternatives if index == i) for i in range(len(behinds))]
-                guards = tuple((regex.compile(f"(?<={behind})", regex.DOTALL), regex.compile(rest, regex.DOTALL),
-                                _window_safe(behind), shape_of(rest, regex.compile(rest, regex.DOTALL).flags),
+                guards = tuple((compile_pattern(f"(?<={behind})", regex.DOTALL), compile_pattern(rest, regex.DOTALL),
+                                _window_safe(behind), shape_of(rest, compile_pattern(rest, regex.DOTALL).flags),
                                 balanced_quotes(behind) or escape_strings(behind)
                                 or lookbehind_reader(behind))
                                for behind, rest in zip(behinds, rests))
-                variants = tuple(regex.compile(variant, regex.DOTALL) for variant in sources)
+                variants = tuple(compile_pattern(variant, regex.DOTALL) for variant in sources)
                 split = (guards, variants)
                 split_behind = max(reaches)
                 split_branches = tuple(decided_branches(v, rx) for v, rx in zip(sources, variants))
@@ -844,6 +844,12 @@ def _pattern_sources(spec: dict):
                 yield f"{path}.tag_pattern", args["tag_pattern"]
             nested = args.get("value_parser")
             args, path = (nested.get("args"), f"{path}.value_parser.args") if isinstance(nested, dict) else (None, "")
+
+
+def template_compile_size(spec: dict) -> int:
+    """The `compile_size` of every pattern of a validated template dict (delimiters, start anchor, ``tag_pattern``),
+    summed: at most `MAX_TEMPLATE_SIZE`. Literal delimiters are not counted (they weigh their characters)."""
+    return sum(compile_size(source) for _, source in _pattern_sources(spec))
 
 
 def _check_compile_sizes(spec: dict) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +36,12 @@ VALUE_HEAD_CHARS = 1000  # characters of JSON kept of a region value over the ca
 
 #: The template the editor starts from when the model brings none: the project's default (the library's).
 SKELETON_TEMPLATE = default_template()
-#: compiled templates kept by their exact text (`compiled_template`)
+#: compiled templates kept by their exact text (`compiled_template`), at most
 COMPILED_TEMPLATES = 8
+#: and at most this weight in all: their patterns' compile size (`parsing.template.template_compile_size`, at most
+#: `parsing.regex_cost.MAX_TEMPLATE_SIZE` each) plus their text's length, so that their compiled patterns stay
+#: bounded whatever patterns visitors send (~100 bytes an item; 8 templates at the cap were ~2 GB)
+COMPILED_TEMPLATES_SIZE = parsing.regex_cost.MAX_TEMPLATE_SIZE + parsing.template.MAX_TEMPLATE_JSON_CHARS
 
 
 def template_to_text(spec: Any) -> str:
@@ -214,9 +217,15 @@ class PartialMessage:
         return out
 
 
-@lru_cache(maxsize=COMPILED_TEMPLATES)
+def _template_weight(compiled: parsing.CompiledTemplate, text: str) -> int:
+    spec = getattr(compiled, "spec", None)
+    return (parsing.template.template_compile_size(spec) if isinstance(spec, dict) else 0) + len(text)
+
+
+@parsing.regex_cost.sized_cache(COMPILED_TEMPLATES_SIZE, _template_weight, maxsize=COMPILED_TEMPLATES)
 def compiled_template(text: str) -> parsing.CompiledTemplate:
-    """`parsing.loads_template` of ``text``, kept for the `COMPILED_TEMPLATES` texts used last.
+    """`parsing.loads_template` of ``text``, kept for the `COMPILED_TEMPLATES` texts used last, while they weigh at
+    most `COMPILED_TEMPLATES_SIZE` together.
 
     The page compiles the editor's text several times per edit (its check, the re-parse of the last run and of the
     chat's last turn) and again at each Send and replay; a large template takes seconds (250 pattern fields: about

@@ -120,10 +120,22 @@ def _serve(conn, preload: tuple[str, ...], memory_limit_mb: int | None) -> None:
             reply = ("ok", fn(*args))
         except BaseException as exc:  # noqa: BLE001 - reported to the caller, the worker lives on
             reply = ("err", type(exc).__name__, str(exc)[:2000])
+        fn = args = request = None  # nothing of the job kept past it
+        _forget_patterns()
         try:
             conn.send(reply)
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
             conn.send(("err", type(exc).__name__, str(exc)[:2000]))
+
+
+def _forget_patterns() -> None:
+    """Drop the patterns a job compiled into the `regex` module's cache: the transformers parser compiles each
+    visitor's template patterns there (`regex.compile` keeps 500, of any size; 20 templates with a 99,000-item
+    pattern grew each worker by ~160 MB, kept). Our own parser's caches are bounded by size
+    (`parsing.regex_cost.sized_cache`) and stay."""
+    module = sys.modules.get("regex")
+    if module is not None:
+        module.purge()
 
 
 class _Worker:
