@@ -162,9 +162,19 @@ def _limits_for(regex_timeout: float | None) -> ParseContext:
 _DEFAULT_LIMITS = _limits_for(DEFAULT_REGEX_TIMEOUT)
 
 
-@lru_cache(maxsize=1024)
+# Field names longer than this are not kept by `_field_context` (a name can be most of a 1 MB template: 1,024 kept
+# would be 1 GB).
+_KEPT_FIELD_NAME = 256
+
+
 def _field_context(ctx: ParseContext, field: str) -> ParseContext:
-    """``ctx.for_field(field)``, made once per field (without a deadline, contexts repeat across parsers)."""
+    """``ctx.for_field(field)``, made once per field (without a deadline, contexts repeat across parsers); kept for
+    1,024 fields whose names are at most `_KEPT_FIELD_NAME` characters long."""
+    return _kept_field_context(ctx, field) if len(field) <= _KEPT_FIELD_NAME else ctx.for_field(field)
+
+
+@lru_cache(maxsize=1024)
+def _kept_field_context(ctx: ParseContext, field: str) -> ParseContext:
     return ctx.for_field(field)
 
 

@@ -39,9 +39,10 @@ SKELETON_TEMPLATE = default_template()
 #: compiled templates kept by their exact text (`compiled_template`), at most
 COMPILED_TEMPLATES = 8
 #: and at most this weight in all: their patterns' compile size (`parsing.template.template_compile_size`, at most
-#: `parsing.regex_cost.MAX_TEMPLATE_SIZE` each) plus their text's length, so that their compiled patterns stay
-#: bounded whatever patterns visitors send (~100 bytes an item; 8 templates at the cap were ~2 GB)
-COMPILED_TEMPLATES_SIZE = parsing.regex_cost.MAX_TEMPLATE_SIZE + parsing.template.MAX_TEMPLATE_JSON_CHARS
+#: `parsing.regex_cost.MAX_TEMPLATE_SIZE` each: ~110 bytes an item compiled, and a template holds each pattern about
+#: twice) plus a sixteenth of their text's length (a character of text, or of a compiled literal delimiter, takes
+#: ~5 bytes). A template at every cap fits; 8 templates with a 99,000-item pattern held ~220 MB, now 3 are kept.
+COMPILED_TEMPLATES_SIZE = parsing.regex_cost.MAX_TEMPLATE_SIZE + parsing.template.MAX_TEMPLATE_JSON_CHARS // 16
 
 
 def template_to_text(spec: Any) -> str:
@@ -219,7 +220,7 @@ class PartialMessage:
 
 def _template_weight(compiled: parsing.CompiledTemplate, text: str) -> int:
     spec = getattr(compiled, "spec", None)
-    return (parsing.template.template_compile_size(spec) if isinstance(spec, dict) else 0) + len(text)
+    return (parsing.template.template_compile_size(spec) if isinstance(spec, dict) else 0) + len(text) // 16
 
 
 @parsing.regex_cost.sized_cache(COMPILED_TEMPLATES_SIZE, _template_weight, maxsize=COMPILED_TEMPLATES)

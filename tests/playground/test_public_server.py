@@ -251,6 +251,45 @@ def test_memory_per_session_stays_bounded(memory_server):
     assert grown < 3 * n + 8, f"{grown:.1f} MB for {n} sessions"
 
 
+def test_distinct_big_pattern_templates_leave_memory_flat(memory_server):
+    """Trial 13 F8: each template whose close pattern writes out 99,000 items (under the compile cap) grew the server
+    by ~28 MB, kept (`regex`'s own cache of 500 patterns, ours counted in entries). Once the pattern caches are full,
+    more distinct templates add nothing but what those caches may hold."""
+    import httpx
+    import regex
+
+    from parsing.regex_cost import CACHED_PATTERN_SIZE, compile_size
+    from playground.session import COMPILED_TEMPLATES_SIZE
+
+    proc, url, memory_report = memory_server
+
+    def template(k: int) -> str:
+        return json.dumps({"defaults": {"role": "assistant"}, "start_anchor": "@", "fields": {"content": {
+            "close_pattern": "<\\|im_end\\|>|(?:z%db0q{1000}){99}" % k, "repeats": True, "join": ""}}})
+
+    def send(ks) -> None:
+        for k in ks:
+            kind, data = _answer(url, "paste_parse", ["@hello<|im_end|>", "", "", template(k)])
+            assert kind == "complete" and "Parsed 16 characters" in data[0], (kind, str(data)[:300])
+
+    source = json.loads(template(0))["fields"]["content"]["close_pattern"]
+    items = compile_size(source)
+    assert 90_000 < items < 100_000
+    item_bytes = sys.getsizeof(regex.compile(source, regex.DOTALL, cache_pattern=False)) / items  # ~110
+    send(range(2))
+    before = live_memory(proc, memory_report)
+    send(range(2, 14))  # fills every cache: 3 templates' patterns at most in each
+    full = live_memory(proc, memory_report)
+    send(range(14, 26))
+    after = live_memory(proc, memory_report)
+    # What the caches may hold: two pattern caches (compiled patterns, their branches) and the compiled templates,
+    # each of which holds its pattern about twice (whole and as branches); plus 8 MB for the server's bookkeeping.
+    cap = (2 * CACHED_PATTERN_SIZE + 2 * COMPILED_TEMPLATES_SIZE) * item_bytes + 8 * 2**20
+    assert full - before < cap, f"{(full - before) / 2**20:.0f} MB for 12 templates (cap {cap / 2**20:.0f} MB)"
+    # 12 more distinct templates (336 MB before): only bookkeeping, not one more template's patterns
+    assert after - full < items * item_bytes / 2, f"{(after - full) / 2**20:.1f} MB for 12 more templates"
+
+
 def test_request_bodies_over_the_cap_are_refused_before_they_are_read(server):
     """Gradio reads a whole JSON body before any handler checks a size (100 MB grew the server by 210 MB):
     `playground.http_limits` answers 413 to a body over the public 8 MB cap, on every route."""

@@ -52,3 +52,18 @@ def test_a_pool_without_spares_starts_a_fresh_worker_after_a_kill():
         assert second != first and _gone(first)
     finally:
         pool.close()
+
+
+def test_a_worker_keeps_no_pattern_a_job_compiled():
+    """The transformers parser compiles a visitor's patterns into `regex`'s own cache (500 of any size: ~16 MB per
+    template with a 99,000-item pattern, per worker, kept; trial 13 F8): a worker empties it after each job."""
+    import regex
+
+    source = "(?:zq{1000}){5}|<end>"
+    pool = WorkerPool(1, preload=(), spares=0)
+    try:
+        assert pool.call(regex.findall, source, "<end>", timeout=60) == ["<end>"]  # regex.findall caches it
+        cached = pool.call(eval, "[key[0] for key in __import__('regex')._main._cache]", timeout=60)  # the next job
+        assert source not in cached
+    finally:
+        pool.close()
