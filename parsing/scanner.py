@@ -953,6 +953,10 @@ def _search(delim: Delimiter, buf: str, at: int, partial: bool, ctx: ParseContex
         match = run(delim, "search", buf, at, ctx, partial=partial)
         while streaming and match is not None and match.partial and _no_alternative_at(delim, buf, match.start(),
                                                                                           ctx, clock):
+            if match.start() >= len(buf):
+                # A partial match at the end of the text that no alternative makes: nothing starts later. (A
+                # search from past the end starts at the end again: it found the same match forever.)
+                return None
             match = run(delim, "search", buf, match.start() + 1, ctx, partial=partial)
         return match
     decided = None

@@ -119,6 +119,22 @@ def test_random_templates_with_and_without_shortcuts(open_, close, text, extra, 
     assert_same(template, "", "".join(pieces), seed)
 
 
+def test_a_partial_match_at_the_end_of_the_text_that_no_alternative_makes_ends_the_search():
+    """Found by the random test above: the plain scan of this open searched on from one past a rejected partial
+    match, and a search from past the end of the text starts at its end again, so it found the same partial match
+    at the end forever (the full suite hung). The reference gives the same message."""
+    from transformers.utils import chat_parsing as reference
+
+    template = {"start_anchor": "S", "fields": {"content": {}, "x": {
+        "open_pattern": r"\A{1,2}\n??$\<|\A{1,2}\n??$\<", "close_pattern": "ab+", "repeats": True,
+        "transform": {"v": "{content}"}}}}
+    text = '<a></a><a>"</a>{ x<c ab>'
+    assert_same(template, "", text, 193)
+    parser = reference.ResponseParser(template, prefix="")
+    parser.feed(text)
+    assert parser.finalize()[0] == parse_response(text, template, prefix="") == {"content": text}
+
+
 @pytest.mark.parametrize("text", ["", "b", "a", "xa<a>"])
 def test_a_zero_width_start_shape_fires_only_where_there_is_text(text):
     """A ``^`` open decided by string operations at index 0 (`WatchSet.start_steps`) matches empty text there, but
