@@ -46,6 +46,10 @@ class IntArray:
     def __iter__(self) -> Iterator[int]:
         return iter(self._a)
 
+    def tobytes(self) -> bytes:
+        """The items as machine bytes (the same values always give the same bytes: the width follows from them)."""
+        return self._a.tobytes()
+
     @property
     def nbytes(self) -> int:
         """Bytes of the array's items."""

@@ -145,7 +145,7 @@ def run_digest(run: Any) -> str:
     if run is None:
         return ""
     chunks = run.chunks
-    return digest(run.prefix, chunks.text, ",".join(map(str, chunks.ends)), json.dumps(run.tools, sort_keys=True))
+    return digest(run.prefix, chunks.text, chunks.ends.tobytes(), json.dumps(run.tools, sort_keys=True))
 
 
 def stamped(html_text: str, template_text: str, *, run: str | None = None, download: str | None = None) -> str:
