@@ -8,7 +8,7 @@ integer arrays whose item size grows only when a value needs it, and event dicts
 from __future__ import annotations
 
 from array import array
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 _TYPECODES = ("B", "H", "I", "Q")  # 1, 2, 4, 8 bytes, unsigned
 
