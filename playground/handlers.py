@@ -240,6 +240,32 @@ def _parse_with_editor_template(sess: Session, run: Run) -> tuple[Run, Any]:
     return run, view
 
 
+def _checked_with_editor_template(sess: Session, run: Run, view: Any) -> tuple[Run, Any, dict]:
+    """The transformers check of ``run``'s parse ``view``, and the parse again while the editor's template changed
+    during that check (a worker round trip of up to the reference budget: an edit landing then re-parsed the run
+    shown before this one, or, while a stream still went, nothing, and this run was shown parsed with the old
+    template, "valid" and "agrees": trial 14 S1), `PARSE_TRIES` times at most.
+
+    Returns ``(run, view, check)``: the run with the ``template_text`` its view was parsed and checked with; to be
+    committed at once (`Session.finish_run`), then `_follow_late_edit`."""
+    for attempt in range(PARSE_TRIES):
+        check = check_against_reference(run, view)
+        text = sess.template_text
+        if text == run.template_text or sess.problem is not None or attempt == PARSE_TRIES - 1:
+            break
+        run = dataclasses.replace(run, template_text=text)
+        view = parse_run(run, budget=guard.request_budget())
+    return run, view, check
+
+
+def _follow_late_edit(sess: Session, run: Run, page: PageConfig) -> None:
+    """After ``run`` was committed: an edit that landed after the last look of `_checked_with_editor_template`
+    (or after its last try) re-parsed the run shown before, or nothing while the stream went; re-parse the
+    committed run (and the chat's last turn) with the editor's template now."""
+    if sess.template_text != run.template_text and sess.problem is None:
+        _reparse_current(sess, page)
+
+
 def _reparse_current(sess: Session, page: PageConfig, done: str | None = None, topic: str = "template") -> None:
     """Parse the current run (and the chat's last turn) again with the editor's template; the status line then
     says ``done`` (default: that the run was re-parsed), or what the time budget cut."""
@@ -559,9 +585,10 @@ def _chat_turn(sess: Session, kind: str, text: str, editor_text: str | None, set
         if sess.template_text != tpl_text and sess.problem is None:  # edited while it streamed
             run = dataclasses.replace(run, template_text=sess.template_text)
             view = parse_run(run, budget=guard.request_budget())
-        chk = check_against_reference(run, view)
+        run, view, chk = _checked_with_editor_template(sess, run, view)
         sess.finish_run(run, view, chk, "stopped" if stopped else ("cut" if run.cut else "done"))
         sess.finish_turn(run, view)
+        _follow_late_edit(sess, run, page)
         ended = True
         calls = sess.pending_tool_calls
         ask = ("" if not calls else " A tool was called: answer with a tool result below." if len(calls) == 1 else
@@ -620,7 +647,9 @@ def paste_parse(sess: Session, raw: str, prefix: str, tools_text: str, editor_te
         sess.say(str(e), "error", "run")
         return sess
     run, view = _parse_with_editor_template(sess, run)
-    sess.finish_run(run, view, check_against_reference(run, view))
+    run, view, check = _checked_with_editor_template(sess, run, view)
+    sess.finish_run(run, view, check)
+    _follow_late_edit(sess, run, page)
     sess.timeline_start = None
     count = len(raw or "")
     _say_done(sess, view, f"Parsed {count:,} character{'' if count == 1 else 's'}.")
@@ -719,7 +748,9 @@ def _replay(sess: Session, run: Run, page: PageConfig, label: str, session_hash:
             new_run = dataclasses.replace(new_run, template_text=sess.template_text)
         if edited or (stopped and len(record) < len(run.chunks)):
             view = parse_run(new_run, budget=guard.request_budget())
-        sess.finish_run(new_run, view, check_against_reference(new_run, view), "stopped" if stopped else "done")
+        new_run, view, check = _checked_with_editor_template(sess, new_run, view)
+        sess.finish_run(new_run, view, check, "stopped" if stopped else "done")
+        _follow_late_edit(sess, new_run, page)
         ended = True
         if stopped:
             sess.say(f"{label}: Stopped the playback after {len(record)} of {len(run.chunks)} chunks; the run is kept "

@@ -202,3 +202,71 @@ def test_clear_after_a_paste_says_nothing_of_the_timeline(tiny_model_dir):
     handlers.paste_parse(sess, "Hi.<|im_end|>", "<|im_start|>assistant\n", "", TPL, PageConfig(default_model=None))
     handlers.clear_chat(sess)
     assert sess.history == [] and sess.notice.text == "Conversation cleared." and sess.run is not None
+
+
+def _edit_during_the_check(monkeypatch, new_text, page, sess):
+    """Make the first transformers check of a run (a worker round trip, after its parse and before it is shown) run
+    an edit of the template, as Gradio runs the edit event alongside it: the window trial 14 S1 found left open by
+    the F9 fix, which re-parsed only while the template changed during the parse itself."""
+    real = handlers.check_against_reference
+    edits = []
+
+    def check_then_edit(run, view, template_text=None):
+        result = real(run, view, template_text)
+        if not edits:
+            edits.append(handlers.edit_template(sess, new_text, page))
+        return result
+
+    monkeypatch.setattr(handlers, "check_against_reference", check_then_edit)
+    return edits
+
+
+PLAIN = ('{"start_anchor": "<|im_start|>assistant\\n", '
+         '"fields": {"content": {"close": "<|im_end|>", "repeats": true, "join": ""}}}')
+RAW = "Hmm.\n</think>\nSure.<|im_end|>"
+PREFIX = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+# PLAIN's message for RAW after PREFIX (the prefix after its anchor is content too under a template without reasoning)
+PLAIN_MESSAGE = {"content": "<think>\nHmm.\n</think>\nSure."}
+
+
+def test_a_template_edited_during_a_pastes_reference_check_is_the_one_the_page_shows(monkeypatch):
+    """Trial 14 S1: the edit landed after the paste's parse, during its transformers check; it re-parsed the run
+    shown before the paste, then the paste showed its parse with the OLD template beside the new one."""
+    page = PageConfig(default_model=None)
+    sess = Session(TPL)
+    edits = _edit_during_the_check(monkeypatch, PLAIN, page, sess)
+    handlers.paste_parse(sess, RAW, PREFIX, "", TPL, page)
+    assert edits, "the edit did not run"
+    assert sess.template_text == PLAIN and sess.problem is None
+    assert sess.view.message == PLAIN_MESSAGE, sess.view.message
+    assert sess.check["agree"], sess.check
+
+
+def test_a_template_edited_during_a_replays_reference_check_is_the_one_the_page_shows(monkeypatch):
+    """The same window at the end of a replay: the stream is still going during its check, so the edit does not
+    re-parse, and the replay's run was committed with the old template's parse."""
+    page = PageConfig(default_model=None)
+    sess = Session(TPL)
+    handlers.paste_parse(sess, RAW, PREFIX, "", TPL, page)
+    assert "reasoning_content" in sess.view.message
+    edits = _edit_during_the_check(monkeypatch, PLAIN, page, sess)
+    for _ in handlers.replay_last(sess, TPL, page):
+        pass
+    assert edits, "the edit did not run"
+    assert not sess.running and sess.template_text == PLAIN
+    assert sess.view.message == PLAIN_MESSAGE, sess.view.message
+    assert sess.check["agree"], sess.check
+
+
+def test_a_template_edited_during_a_chat_turns_reference_check_is_the_one_the_page_shows(monkeypatch, tiny_model_dir):
+    """The same window at the end of a generated turn: the run and the chat's parsed turn follow the edit."""
+    page = PageConfig(default_model=tiny_model_dir)
+    sess, gen = _mid_generation(tiny_model_dir)
+    edits = _edit_during_the_check(monkeypatch, PLAIN, page, sess)
+    for _ in gen:
+        pass
+    assert edits, "the edit did not run"
+    assert not sess.running and sess.template_text == PLAIN
+    expected = handlers.parse_run(sess.run, PLAIN).message  # the generated text parsed with the new template
+    assert "content" in expected and "reasoning_content" not in expected
+    assert sess.view.message == expected, (sess.view.message, expected)
