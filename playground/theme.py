@@ -51,6 +51,12 @@ body.dark{--tl-stripe:rgba(255,255,255,.16);--ok-color:#4ade80;--warn-color:#fbb
  color:var(--body-text-color);background:color-mix(in srgb,var(--warn-color) 12%,var(--background-fill-primary));
  font-size:var(--text-sm);font-weight:600}
 .stale-download{display:none !important}
+/* the Message view (gr.JSON): Gradio 6.31 fixes its token colours for a dark background in both schemes (keys
+   2.8:1, strings 2.6:1, ':' 2.1:1 on white: trial 14 M1); ours are at WCAG AA (>= 4.5:1) in each scheme */
+#message .json-node{--text-color:#a3452a;--string-color:#9a4a1e;--number-color:#2b6577;--bracket-color:#3d6363;
+ --square-bracket-color:#a8323f;--punctuation-color:#4f6b6a;--line-number-color:#5f6872}
+.dark #message .json-node{--text-color:#d18770;--string-color:#ce9178;--number-color:#7fa9b6;--bracket-color:#7eb4b3;
+ --square-bracket-color:#e0858d;--punctuation-color:#8fbcbb;--line-number-color:#8b949e}
 /* ---------------------------------------------------------------- page layout (1400x900: editor, chat and
    the top of the timeline on the first screen) */
 .gradio-container .main{padding-top:0 !important}

@@ -40,6 +40,11 @@ def test_timeline_legend_log_badges_and_turn_are_readable(scheme_page):
     tab(page, "Parsed turn")
     page.wait_for_function("document.querySelector('#parsed-turn').innerText.includes('Tool call')")
     n += assert_readable(page, ["#parsed-turn"], min_checked=2)
+    # the parsed message as JSON: keys, strings, brackets of the tool_calls list, punctuation (trial 14 M1: Gradio's
+    # own token colours were 2.1-2.8:1 on white)
+    tab(page, "Message")
+    page.wait_for_function("document.querySelector('#message').innerText.includes('get_weather')")
+    n += assert_readable(page, ["#message"], min_checked=20)
     page.click("#timeline span.d:text-is('<tool_call>')")
     page.wait_for_selector("#inspector .insp")
     n += assert_readable(page, ["#inspector"], min_checked=4)
