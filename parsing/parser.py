@@ -388,39 +388,30 @@ class ResponseParser:
         """
         fast = self._fast  # None while text is held, after `finalize`, with spans, or in a state with no fast path
         if fast is not None and text:
-            found = None
             if self._pos or not fast[2]:
                 for char in fast[0]:  # most often one ('<'): cheaper than any set operation
                     if char in text:
                         found = fast[1].search(text)
                         break
-                if found is None:
+                else:
                     # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
-                    # goes to the current region.
-                    if self._keep_context:  # kept as context for lookbehinds, joined to the buffer now and then
-                        tail = self._tail
-                        tail.append(text)
-                        self._pos += len(text)
-                        if len(tail) >= TAIL_CHUNKS:
-                            self._join_tail()
-                    else:  # only literal delimiters: no lookbehind ever needs consumed text
-                        self._pos += len(text)
-                        self._base = self._pos
-                        if self._buf:
-                            self._buf = ""
+                    # goes to the current region. The chunk waits in `_tail` (joined to the buffer, and to the
+                    # region's body, now and then: `_join_tail`).
+                    tail = self._tail
+                    tail.append(text)
+                    self._pos += len(text)
+                    if len(tail) >= TAIL_CHUNKS:
+                        self._join_tail()
                     current = self._current
                     if current is None:
                         return []
-                    body = self._body
-                    body.append(text)
-                    if len(body) >= BODY_BLOCK:
-                        self._body_blocks.append("".join(body))
-                        body.clear()
                     chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": fast[3]}
                     if self._opened:
                         return [chunk]
                     self._opened = True
                     return [{"type": "region_open", "field": current}, chunk]
+            else:
+                found = None
             buf = self._buf
             events: list[dict] = []
             if self._tail:
@@ -647,9 +638,17 @@ class ResponseParser:
         return self._base + len(self._buf)
 
     def _join_tail(self) -> None:
+        """Join the chunks `feed`'s fast path consumed to the buffer, and to the current region's body."""
         tail = self._tail
-        self._buf += "".join(tail)
+        text = "".join(tail)
         tail.clear()
+        self._buf += text
+        if self._current is not None:
+            body = self._body
+            body.append(text)
+            if len(body) >= BODY_BLOCK:
+                self._body_blocks.append("".join(body))
+                body.clear()
         if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
             self._trim()
 
