@@ -69,3 +69,29 @@ def test_a_parser_and_its_message_are_freed_as_soon_as_the_last_reference_goes()
         finally:
             if was:
                 gc.enable()
+
+
+def test_fast_path_chunks_reach_the_body_in_order_across_tail_joins():
+    """`feed`'s fast path leaves its chunks in `_tail`; the region's body gets them when the tail is joined (every
+    `TAIL_CHUNKS` chunks, and before any other path routes text), so a region longer than many tails and body blocks,
+    ended by a cut-off close that routes text before it, keeps every character in order: with regex delimiters (the
+    tail kept as lookbehind context) and with literals only."""
+    from transformers.utils.chat_parsing import parse_response as reference_parse
+
+    from parsing.parser import BODY_BLOCK, TAIL_CHUNKS
+
+    literal = dict(TEMPLATE, fields=dict(TEMPLATE["fields"], tool_calls={"open": "<tool_call>", "close": "</tool_call>"}))
+    words = [f"w{i:05d} " for i in range(TAIL_CHUNKS * BODY_BLOCK // 8 + 7)]  # 4-character chunks, no '<'
+    reasoning = "".join(words)
+    answer = "".join(reversed(words))
+    output = "<think>" + reasoning + "abc</think>" + answer + "<|im_end|>"
+    for template in (TEMPLATE, literal):
+        parser = ResponseParser(template, "")
+        chunks = ["<think>"] + [reasoning[i:i + 4] for i in range(0, len(reasoning), 4)]
+        chunks += ["abc</thi", "nk>"] + [answer[i:i + 4] for i in range(0, len(answer), 4)] + ["<|im_end|>"]
+        events = [e for chunk in chunks for e in parser.feed(chunk)]
+        message, final = parser.finalize()
+        assert message == reference_parse(output, template, prefix="")
+        assert message["reasoning_content"] == (reasoning + "abc").strip()
+        streamed = "".join(e["text"] for e in events + final if e["type"] == "region_chunk")
+        assert streamed == reasoning + "abc" + answer
