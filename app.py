@@ -63,7 +63,8 @@ def main(argv=None) -> None:
     queue, launch = serving_kwargs(limits, args.concurrency)
     uploads.install(launch["app_kwargs"], limits)  # uploads per visitor and on disk (uploads skip the queue)
     demo.queue(**queue)
-    fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for)
+    fairness.install(demo, limits.max_jobs_per_client, trust_forwarded=limits.trust_forwarded_for,
+                     new_sessions=limits.sessions_per_address, window=limits.sessions_window)
     # behind a proxy every connection comes from it: no cap per address there
     total = connections.install(limits.head_timeout,
                                 None if limits.trust_forwarded_for else limits.max_connections_per_address,

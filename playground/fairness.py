@@ -20,6 +20,13 @@ Answers never read count too. Gradio keeps each finished job's messages (its who
 follow-up joined 100 paste parses (0.46 MB answers) under one session hash without reading: 56 taken, +57 MB
 kept. A finished job whose answer is unread still counts against its client, and a session whose answers have all
 been unread for `UNREAD_TTL_S` has them dropped (a page reads its answers within milliseconds).
+
+Sessions are counted too. Gradio keeps the state of at most ``--max-sessions`` sessions and evicts the oldest past
+it, and a new session costs one cheap call: trial 14 made 1,000 sessions from one client in 190 s and every other
+visitor's session was evicted (its run and conversation gone, its page still drawing them). With ``new_sessions``,
+a client may start at most that many sessions (page loads, API clients) within ``window`` seconds; a session's
+later jobs are never refused for this. One address then cannot reach the cap before the sessions' idle expiry
+takes its oldest (public defaults: 60 per 10 minutes against 1,000 sessions kept 30 minutes).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any
 STALE_AFTER_S = 600.0
 # A session whose jobs have all finished, with answers unread for this long, has its answers dropped.
 UNREAD_TTL_S = 60.0
+# A session with no job for this long is forgotten by the new-session count (a later job of it counts as new).
+KNOWN_SESSION_S = 6 * 3600.0
 
 
 def _address(entry: str) -> Any:
@@ -96,15 +105,25 @@ def refusal_text(per_client: int) -> str:
             f"without this limit, run the playground on your own machine (python app.py).")
 
 
-def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
-    """Cap the jobs each client may have waiting or running in ``demo``'s queue at ``per_client`` (None: no cap).
+def session_refusal_text(new_sessions: int, window: float) -> str:
+    """What a client refused a new session is told (``new_sessions`` per ``window`` seconds)."""
+    minutes = f"{window / 60:g} minutes" if window >= 120 else f"{window:g} seconds"
+    return (f"This server lets one visitor start at most {new_sessions} sessions (page loads or API clients) per "
+            f"{minutes}, and yours reached it: use a page you already have open, or wait a few minutes. To run "
+            f"without this limit, run the playground on your own machine (python app.py).")
+
+
+def install(demo: Any, per_client: int | None, trust_forwarded: bool, new_sessions: int | None = None,
+            window: float = 600.0) -> None:
+    """Cap the jobs each client may have waiting or running in ``demo``'s queue at ``per_client`` (None: no cap),
+    and the sessions it may start at ``new_sessions`` per ``window`` seconds (None: no cap).
 
     Call after ``demo.queue(...)`` and before ``demo.launch``.
 
     Raises:
         RuntimeError: ``demo`` has no queue yet (``demo.queue`` was not called).
     """
-    if per_client is None:
+    if per_client is None and new_sessions is None:
         return
     queue = getattr(demo, "_queue", None)
     if queue is None or not hasattr(queue, "event_ids_to_events"):
@@ -112,6 +131,26 @@ def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
     original = queue.push
     owners: dict[str, str] = {}  # session -> the client that joined its jobs (while it has answers pending)
     unread_since: dict[str, float] = {}  # session -> since when it has had answers unread
+    known: dict[str, float] = {}  # session -> its last job let in (sessions already started)
+    started: dict[str, list[float]] = {}  # client -> when the sessions it started within the window started
+    pruned = [0.0]
+
+    def new_session_refused(key: str, session: str, now: float) -> bool:
+        """Whether ``session`` would be one more new session than ``key`` may start in the window."""
+        if now - pruned[0] > 60.0:  # forget idle sessions and empty windows (bounded work, once a minute)
+            pruned[0] = now
+            for s in [s for s, t in known.items() if now - t > KNOWN_SESSION_S]:
+                del known[s]
+            for k in list(started):
+                started[k] = [t for t in started[k] if now - t < window]
+                if not started[k]:
+                    del started[k]
+        if session in known:
+            return False
+        times = started.get(key)
+        if times:
+            times[:] = [t for t in times if now - t < window]
+        return bool(times) and len(times) >= new_sessions
 
     def unread_per_client(now: float) -> dict[str, int]:
         """Finished jobs with unread answers per client; drops the answers of sessions unread `UNREAD_TTL_S`."""
@@ -141,15 +180,22 @@ def install(demo: Any, per_client: int | None, trust_forwarded: bool) -> None:
         key = client_key(request, trust_forwarded)
         now = time.monotonic()
         unread = unread_per_client(now)
-        if key is not None:
+        session = getattr(body, "session_hash", None)
+        if key is not None and per_client is not None:
             busy = sum(1 for event in list(queue.event_ids_to_events.values())
                        if now - event.enqueue_time < STALE_AFTER_S
                        and client_key(event.request, trust_forwarded) == key)
             if busy + unread.get(key, 0) >= per_client:
                 return False, refusal_text(per_client), "queue_full"
+        if key is not None and session and new_sessions is not None and new_session_refused(key, session, now):
+            return False, session_refusal_text(new_sessions, window), "queue_full"
         result = await original(body, request, username)
-        if key is not None and result[0] and getattr(body, "session_hash", None):
-            owners[body.session_hash] = key
+        if key is not None and result[0] and session:
+            owners[session] = key
+            if new_sessions is not None:
+                if session not in known:
+                    started.setdefault(key, []).append(now)
+                known[session] = now
         return result
 
     queue.push = push

@@ -49,6 +49,10 @@ class Limits:
         max_new_tokens: the most tokens one chat turn may generate (the Max new tokens slider's maximum).
         max_jobs_per_client: jobs one client (network address) may have waiting or running in the queue at once
             (`playground.fairness`); None: no cap.
+        sessions_per_address: sessions (page loads, API clients) one client may start per ``sessions_window``
+            seconds (`playground.fairness`), so that one visitor cannot push every other session out of the
+            ``max_sessions`` Gradio keeps; None: no cap.
+        sessions_window: seconds a started session counts against its client.
         max_streams_per_client: event streams (server-sent events: open pages' heartbeats, running jobs' results,
             upload progress) one client may hold open at once (`playground.stream_limits`); None: no cap.
         trust_forwarded_for: take a client's address from ``X-Forwarded-For`` (behind a proxy that appends it: a
@@ -104,6 +108,8 @@ class Limits:
     max_queue: int | None = None
     max_new_tokens: int = 32768
     max_jobs_per_client: int | None = None
+    sessions_per_address: int | None = None
+    sessions_window: float = 600.0
     trust_forwarded_for: bool = False
     max_streams_per_client: int | None = None
     max_message_chars: int | None = None
@@ -133,7 +139,8 @@ class Limits:
                            max_prefix_chars=65_536, max_template_chars=65_536, max_tools_chars=65_536,
                            max_history_chars=262_144, session_ttl=1800, sessions_memory_mb=512, max_sessions=1000,
                            max_loaded_models=2, max_request_bytes=8 << 20,
-                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4, max_streams_per_client=32,
+                           max_queue=64, max_new_tokens=4096, max_jobs_per_client=4, sessions_per_address=60,
+                           max_streams_per_client=32,
                            max_message_chars=2_000_000, max_transform_values=1_000_000, head_timeout=20.0,
                            max_connections_per_address=256, max_connections=4096,
                            max_suite_chars=2 * 1024 * 1024, max_upload_files=1, uploads_per_address=20,
@@ -250,6 +257,10 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
     "--max-new-tokens": ("max_new_tokens", int, "TOKENS", "the most tokens one chat turn may generate"),
     "--max-jobs-per-client": ("max_jobs_per_client", int, "JOBS",
                               "jobs one visitor (network address) may have waiting or running at once (0: no limit)"),
+    "--sessions-per-address": ("sessions_per_address", int, "N",
+                               "sessions (page loads, API clients) one visitor (network address) may start per "
+                               "--sessions-window; Gradio keeps --max-sessions in all (0: no cap)"),
+    "--sessions-window": ("sessions_window", float, "SECONDS", "seconds a started session counts against its visitor"),
     "--max-streams-per-client": ("max_streams_per_client", int, "N",
                                  "event streams (open pages, running jobs, uploads) one visitor may hold open at "
                                  "once (0: no limit)"),
@@ -287,8 +298,8 @@ _FLAGS = {  # flag -> (Limits field, type, unit (the metavar --help shows), help
 
 _ZERO_IS_NONE = {"request_budget", "regex_timeout", "max_paste_chars", "max_prefix_chars", "max_template_chars",
                  "max_tools_chars", "max_history_chars", "sessions_memory_mb", "max_loaded_models",
-                 "max_request_bytes", "max_queue", "max_jobs_per_client", "max_streams_per_client",
-                 "max_message_chars", "max_transform_values", "head_timeout", "max_connections_per_address",
+                 "max_request_bytes", "max_queue", "max_jobs_per_client", "sessions_per_address",
+                 "max_streams_per_client", "max_message_chars", "max_transform_values", "head_timeout", "max_connections_per_address",
                  "max_connections", "max_suite_chars", "max_upload_files", "uploads_per_address",
                  "upload_mb_per_address", "upload_cache_mb", "body_timeout", "max_pending_body_mb",
                  "max_pending_body_mb_per_address"}

@@ -92,3 +92,67 @@ def test_the_forwarded_address_is_trusted_on_a_space_or_when_asked(monkeypatch):
     monkeypatch.setenv("SPACE_ID", "someone/playground")
     limits, _ = from_arguments(parser.parse_args([]), "m")
     assert limits.public and limits.trust_forwarded_for and limits.max_jobs_per_client == 4
+
+
+def _fake_demo():
+    """A demo whose queue records what the wrapped ``push`` lets through (enough of gradio 6.31's queue for
+    `install`: no job ever runs, so only the new-session count can refuse)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    let_in = []
+
+    async def push(body, request, username):
+        let_in.append(body.session_hash)
+        return True, None
+
+    queue = SimpleNamespace(event_ids_to_events={}, pending_event_ids_session={}, pending_messages_per_session={},
+                            push=push)
+    demo = SimpleNamespace(_queue=queue)
+
+    def join(session, address):
+        from types import SimpleNamespace as NS
+        body = NS(session_hash=session)
+        return asyncio.run(queue.push(body, _request(address), None))
+
+    return demo, join, let_in
+
+
+def test_one_visitor_cannot_start_more_sessions_than_its_cap_per_window(monkeypatch):
+    """Trial 14 H1: 1,000 cheap calls, each from a fresh session, evicted every other visitor's session (Gradio
+    keeps --max-sessions, oldest out). A visitor may start `new_sessions` per window; its sessions' later jobs and
+    other visitors go through; once the window passed it may start new ones again."""
+    import playground.fairness as fairness
+    from playground.fairness import session_refusal_text
+
+    clock = [1000.0]
+    monkeypatch.setattr(fairness.time, "monotonic", lambda: clock[0])
+    demo, join, let_in = _fake_demo()
+    install(demo, 4, trust_forwarded=False, new_sessions=3, window=600.0)
+    for i in range(3):
+        assert join(f"s{i}", "203.0.113.5")[0]
+        clock[0] += 1
+    refused = join("s3", "203.0.113.5")
+    assert refused == (False, session_refusal_text(3, 600.0), "queue_full")
+    assert "at most 3 sessions" in refused[1] and "10 minutes" in refused[1]
+    assert join("s0", "203.0.113.5")[0] and join("s2", "203.0.113.5")[0]  # a started session's next jobs
+    assert join("t0", "198.51.100.7")[0]  # another visitor
+    clock[0] += 600
+    assert join("s3", "203.0.113.5")[0]  # the window has passed
+    assert let_in == ["s0", "s1", "s2", "s0", "s2", "t0", "s3"]
+
+
+def test_the_session_cap_is_public_by_default_and_can_be_lifted(monkeypatch):
+    import argparse
+
+    from playground.limits import add_arguments, from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    limits, _ = from_arguments(parser.parse_args(["--public"]), "m")
+    assert limits.sessions_per_address == 60 and limits.sessions_window == 600.0
+    limits, _ = from_arguments(parser.parse_args(["--public", "--sessions-per-address", "0"]), "m")
+    assert limits.sessions_per_address is None
+    limits, _ = from_arguments(parser.parse_args([]), "m")
+    assert limits.sessions_per_address is None
