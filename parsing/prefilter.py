@@ -71,6 +71,8 @@ class Prefilter:
             no literals, or too many characters of them to compile into one pattern.
         automaton: where `finder` is None, the literals as a `_LiteralAutomaton`, which finds the same positions
             in time linear in the text searched, however many literals there are.
+        width: the length of the longest literal (characters): a candidate at least this far from the end of the
+            text is where a whole literal starts, not one cut off by the end.
     """
 
     literals: tuple[str, ...]
@@ -78,6 +80,10 @@ class Prefilter:
     first_chars: str
     finder: re.Pattern | None
     automaton: _LiteralAutomaton | None = field(default=None, compare=False, repr=False)
+    width: int = field(default=0, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "width", max(map(len, self.literals), default=0))
 
     def candidate(self, text: str, pos: int, past_start: bool = False) -> int:
         """The first position >= ``pos`` where an attempt could succeed, or -1 when there is none.

@@ -94,7 +94,7 @@ class ScanState(SearchClock):
     ``base`` the scan was given."""
 
     __slots__ = ("waiting", "deferred", "checked", "searched", "lookbehinds", "dead_at_start", "decided", "quotes",
-                 "given_up")
+                 "given_up", "candidates")
 
     def __init__(self) -> None:
         # `SearchClock.__init__`, inlined: a parse makes one of these at its first scan (most parses do)
@@ -133,6 +133,9 @@ class ScanState(SearchClock):
         # delimiter id -> stream offset it holds from until a delimiter commits or the stream ends: a streaming-only
         # call of it ran out of the probe budget (`SearchClock.probe`); it is not searched again before then.
         self.given_up: dict[int, int] = {}
+        # id of a prefilter -> (stream offset searched from, its first candidate there, or -1, stream offset the
+        # buffer ended at): `_next_candidate`. Kept across commits (`reset`): the text at an offset never changes.
+        self.candidates: dict[int, tuple[int, int, int]] = {}
 
     def reset(self) -> None:
         if self.spent:  # `SearchClock.reset`, inlined: the parser calls this on every commit
@@ -744,13 +747,15 @@ def scan(watch: Iterable[Delimiter] | WatchSet, buf: str, pos: int, eos: bool,
         # Delimiters held until a commit or the end of the stream (`ScanState.given_up`): nothing commits from
         # their holds on, so no other delimiter is searched past them either.
         hold = max(pos, min(given_up.values()) - base)
+    memo = clock.candidates if type(clock) is ScanState else None
     order = []
     for delim in watch:
         prefilter = delim.prefilter
         if prefilter is None:
             order.append((origin if delim.search_from_origin else pos, delim))
         else:
-            at = prefilter.candidate(buf, pos, pos == 0 and dead is not None and id(delim) in dead)
+            at = (prefilter.candidate(buf, pos, pos == 0 and dead is not None and id(delim) in dead)
+                  if memo is None or not pos else _next_candidate(memo, prefilter, buf, pos, base))
             if at != -1:
                 order.append((at, delim))
     if len(order) > 1:
@@ -923,6 +928,31 @@ def _captures(match) -> dict:
     if not groups or None not in groups.values():
         return groups
     return {k: v for k, v in groups.items() if v is not None}
+
+
+def _next_candidate(memo: dict, prefilter: Prefilter, buf: str, pos: int, base: int) -> int:
+    """``prefilter.candidate(buf, pos)`` for ``pos > 0``, from the last answer for this prefilter when it still
+    holds (``memo``: `ScanState.candidates`). Each commit scans again from its end, and a search for a literal
+    that does not occur runs to the end of the buffer: with many delimiters, a one-shot parse of a long text
+    (every commit in one buffer) cost time quadratic in its length. The text at a stream offset never changes, so
+    a search from an earlier offset answers for a later one up to its candidate: a whole literal there (one that
+    fits before the buffer's end then) stays the first; and where it found none, only a literal reaching into
+    text added since can start."""
+    start = pos + base
+    end = len(buf) + base
+    known = memo.get(id(prefilter))
+    if known is not None and known[0] <= start:
+        found, upto = known[1], known[2]
+        if found >= start:
+            if found + prefilter.width <= upto:
+                return found - base
+        elif found == -1:
+            if upto == end:
+                return -1
+            start = max(start, upto - prefilter.width + 1)
+    at = prefilter.candidate(buf, start - base)
+    memo[id(prefilter)] = (pos + base, -1 if at == -1 else at + base, end)
+    return at
 
 
 def _candidate(entry: tuple) -> int:
