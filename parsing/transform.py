@@ -80,10 +80,70 @@ def apply_transform(transform: Any, scope: dict) -> Any:
 def compile_transform(transform: Any) -> Callable[[dict], Any]:
     """``transform`` as a function of the variables, equal to ``lambda scope: apply_transform(transform, scope)``
     (same values, same errors, fresh containers on every call) without matching a placeholder regex on every
-    string of it at every region close. Made once per field when the template is loaded."""
+    string of it at every region close. Made once per field when the template is loaded: a container of at most
+    `GENERATED_NODES` values, `GENERATED_DEPTH` deep, becomes one generated function that builds it with one
+    display (a tool-call transform took six calls), any other transform nested closures."""
+    if isinstance(transform, (dict, list)) and _fits_generated(transform):
+        return _generated(transform)
+    return _closures(transform)
+
+
+# Bounds of a generated transform (`compile_transform`): its source is compiled once per field, and Python's
+# parser limits how deep displays nest.
+GENERATED_NODES = 256
+GENERATED_DEPTH = 16
+
+
+def _fits_generated(transform: Any) -> bool:
+    n, stack = 0, [(transform, 1)]
+    while stack:
+        item, depth = stack.pop()
+        n += 1
+        if n > GENERATED_NODES or depth > GENERATED_DEPTH:
+            return False
+        if isinstance(item, dict):
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, list):
+            stack.extend((value, depth + 1) for value in item)
+    return True
+
+
+def _generated(transform: Any) -> Callable[[dict], Any]:
+    """One function building ``transform`` as a display: keys are literals (``repr`` of a str is one), every other
+    constant and every placeholder path is a global of the function's own namespace, so no template text is ever
+    source code."""
+    names: dict[str, Any] = {"_resolve": resolve_placeholder, "__builtins__": {}}
+
+    def constant(value: Any) -> str:
+        name = f"_c{len(names)}"
+        names[name] = value
+        return name
+
+    def source(node: Any) -> str:
+        if isinstance(node, dict):
+            return "{" + ", ".join(f"{key!r}: {source(value)}" for key, value in node.items()) + "}"
+        if isinstance(node, list):
+            return "[" + ", ".join(source(value) for value in node) + "]"
+        if isinstance(node, str):
+            whole = PLACEHOLDER.fullmatch(node)
+            if whole:
+                path = constant(whole.group(1))
+                if "." not in whole.group(1):  # as the closure below: the variable, else resolve's error
+                    return f"(scope[{path}] if {path} in scope else _resolve({path}, scope))"
+                return f"_resolve({path}, scope)"
+        return constant(node)
+
+    exec(f"def make_transform(scope):\n    return {source(transform)}\n", names)  # noqa: S102 - see above
+    return names["make_transform"]
+
+
+def _closures(transform: Any) -> Callable[[dict], Any]:
+    """`compile_transform` as nested closures (any size, any depth)."""
     # Plain loops, not comprehensions: on Python 3.11 a comprehension is one more function call per container.
     if isinstance(transform, dict):
-        items = [(key, compile_transform(value)) for key, value in transform.items()]
+        items = [(key, _closures(value)) for key, value in transform.items()]
 
         def make_dict(scope: dict) -> dict:
             out = {}
@@ -92,7 +152,7 @@ def compile_transform(transform: Any) -> Callable[[dict], Any]:
             return out
         return make_dict
     if isinstance(transform, list):
-        makers = [compile_transform(value) for value in transform]
+        makers = [_closures(value) for value in transform]
 
         def make_list(scope: dict) -> list:
             out = []
