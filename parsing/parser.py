@@ -50,6 +50,9 @@ TAIL_CHUNKS = 64
 # Prefix states kept per template (`_Plan.prefix_states`).
 PREFIX_STATES = 32
 
+# The implicit region's captures (none): shared, for captures are only ever read (`_build_value` copies them).
+_NO_CAPTURES: dict = {}
+
 _PREFIX_REQUIRED = (
     # transformers 5.23's text, to the letter (callers match on it)
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
@@ -775,18 +778,36 @@ class ResponseParser:
                         hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base,
                                         hit.captures, buf[hit.start:hit.end] if self._spans else None))
             if hit is not None:
-                if self._clock is not None:
-                    self._clock.reset()  # a new search begins for every delimiter
-                start, end = hit.start + base, hit.end + base
+                clock = self._clock
+                if clock is not None:  # a new search begins for every delimiter (`ScanState`'s fields)
+                    if clock.spent:
+                        clock.spent.clear()
+                    if clock.probes:
+                        clock.probes.clear()
+                    if clock.given_up:
+                        clock.given_up.clear()
+                    if clock.waiting:
+                        clock.waiting.clear()
+                    if clock.lookbehinds:
+                        clock.lookbehinds.clear()
+                    if clock.dead_at_start:
+                        clock.dead_at_start.clear()
+                    if clock.quotes:
+                        clock.quotes.clear()
+                    clock.deferred = clock.decided = None
                 delim = hit.delim
-                if start == end == self._pos:
+                start = hit.start + base
+                end = hit.end + base
+                done = self._pos  # (a stream offset; ``pos`` is a buffer index)
+                if start == end and end == done:
                     if self._still_at != start:
                         self._still_at, self._commits_here = start, {}
                     commit = (self._current, id(delim))
                 else:
                     self._still_at = -1
-                if start > self._pos:
-                    self._route(events, self._pos, start)
+                    commit = None
+                    if start > done:
+                        self._route(events, done, start)
                 self._pos = self._origin = end
                 if delim.kind == "open":
                     self._state_start = start
@@ -794,22 +815,30 @@ class ResponseParser:
                         self._close_current(events, start, start)
                     if self._spans:
                         self._record_delimiter(hit, start, end)
-                    self._open_explicit(events, hit, start, end)
+                    # Open the hit's region (the body is empty: closed just now, or never opened).
+                    current = self._current = delim.field
+                    self._captures = hit.captures
+                    self._opened = True
+                    if self._spans:
+                        events.append({"type": "region_open", "field": current, "start": start, "end": end})
+                    else:
+                        events.append({"type": "region_open", "field": current})
                 else:
                     self._state_start = end
-                    had_content = self._opened
                     if self._spans:
                         self._record_delimiter(hit, start, end)
-                    self._close_current(events, start, end)
-                    if not had_content and start == end:
+                    if self._opened:
+                        self._close_current(events, start, end)
+                    elif start == end:
                         self._still_at = -1  # this feed ends here: no loop (the reference stops here too)
+                        done = end
                         break  # a zero-width close on an empty region would fire forever
-                if self._still_at == start:
+                if commit is not None:
                     seen = self._commits_here
                     if commit in seen:
                         first = seen[commit][0]
                         raise _loop_error([d for i, d in seen.values() if i >= first], start)
-                    seen[commit] = (len(seen), hit.delim)
+                    seen[commit] = (len(seen), delim)
                 watch = watches[self._current]
                 finder = watch.finder
                 if eos or as_reference or timed or finder is None or end == base and watch.at_start:
@@ -817,32 +846,35 @@ class ResponseParser:
                 # The next pass, at once: the clock was just reset (nothing is deferred), so the new state's finder
                 # alone says whether a delimiter may start in the rest of the buffer (what that pass would search).
                 buf = self._buf
-                found = finder.search(buf, end - base)
-                if found is not None and found.group() in watch.literal_set:
-                    first = found  # a whole literal: the next pass scans from it
-                    continue
-                hold = len(buf) if found is None else found.start()  # none, or one cut off by the buffer edge
+                hold = end - base
+                if hold < len(buf):  # (else nothing is left to search: a finder match has a character at least)
+                    found = finder.search(buf, hold)
+                    if found is not None and found.group() in watch.literal_set:
+                        first = found  # a whole literal: the next pass scans from it
+                        continue
+                    hold = len(buf) if found is None else found.start()  # none, or one cut off by the buffer edge
             if eos:
                 if self._pos < self._end:
                     self._route(events, self._pos, self._end)
                     self._pos = self._end
                 self._close_current(events, self._end, self._end)
+                done = self._pos
                 break
-            hold_abs = hold + base
+            hold += base
             if as_reference:  # the reference's search position moves to where it flushes
-                self._origin = max(self._origin, hold_abs)
-            if hold_abs > self._pos:
-                self._route(events, self._pos, hold_abs)
-                self._pos = hold_abs
+                self._origin = max(self._origin, hold)
+            done = self._pos
+            if hold > done:
+                self._route(events, done, hold)
+                self._pos = done = hold
             break
-        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
-            self._trim()
         if not eos:  # where `feed` starts with the next chunk: its fast path while nothing is held, else its held path
-            fast = self._fast_states[self._current]
-            if self._pos == self._base + len(self._buf):
-                self._fast = fast
+            if done == base + len(self._buf):
+                self._fast = self._fast_states[self._current]
             else:
-                self._held = fast
+                self._held = self._fast_states[self._current]
+        if done - base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+            self._trim()
 
     def _start_settled(self, watch: WatchSet) -> bool:
         """Whether every delimiter of ``watch`` that `^` lets match at index 0 of the buffer whatever the text has
@@ -869,12 +901,13 @@ class ResponseParser:
 
     def _route(self, events: list[dict], start: int, end: int) -> None:
         """Send stream[start:end] to the current region (or discard it when there is none)."""
-        if self._current is None:
+        current = self._current
+        if current is None:
             if self._spans:
                 self._segment("discarded", None, start, end)
             return
-        current = self._current
-        text = self._buf[start - self._base:end - self._base]
+        base = self._base
+        text = self._buf[start - base:end - base]
         if not self._opened:
             if self._spans:
                 events.append({"type": "region_open", "field": current, "start": start, "end": start})
@@ -886,22 +919,12 @@ class ResponseParser:
         if len(body) >= BODY_BLOCK:
             self._body_blocks.append("".join(body))
             body.clear()
-        event = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty[current]}
         if self._spans:
-            self._emit(events, event, start, end)
+            events.append({"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty[current],
+                           "start": start, "end": end})
             self._segment("body", current, start, end)
         else:
-            events.append(event)
-
-    def _open_explicit(self, events: list[dict], hit: Hit, start: int, end: int) -> None:
-        """Open ``hit``'s region; `_close_current` ran just before, so the body is empty."""
-        current = self._current = hit.delim.field
-        self._captures = hit.captures
-        self._opened = True
-        event = {"type": "region_open", "field": current}
-        if self._spans:
-            event["start"], event["end"] = start, end
-        events.append(event)
+            events.append({"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty[current]})
 
     def _close_current(self, events: list[dict], start: int, end: int) -> None:
         """Close the current region (if it ever opened), store its value, and return to the implicit region."""
@@ -951,9 +974,8 @@ class ResponseParser:
                     event["start"], event["end"] = start, end
                 events.append(event)
         # Back to the implicit region.
-        self._current = self._implicit
-        self._fast = None  # the new state's fast path: set by `_process` once nothing is held
-        self._captures = {}
+        self._current = self._implicit  # (`_process` sets the new state's fast path once nothing is held)
+        self._captures = _NO_CAPTURES
         self._body = []
         if self._body_blocks:
             self._body_blocks = []
