@@ -499,6 +499,30 @@ class ResponseParser:
                     if clock is not None and clock.deferred is not None and (not pos or clock.deferred[2] is None) \
                             and clock.still_deferred(buf, pos, self._base, self._ctx):  # (a shape's: asked above)
                         return events
+                    if watch.literal_owners is None and watch.steps and self._ctx.deadline is None:
+                        # `_process`'s first pass without it: `shape_step` from the literal at ``pos``. Most often a
+                        # special token just completed and its delimiter waits for the text after it: held again.
+                        if clock is None:
+                            clock = self._clock = ScanState()
+                        base = self._base
+                        window = self._state_start - base
+                        self._held = None  # (as `_process` leaves it, should `shape_step` raise)
+                        hit, hold = shape_step(watch, buf, pos, False, clock, base, self._ctx,
+                                               self._history_text() if self._history_len else "",
+                                               window if window >= 0 else None, found.group())
+                        if hit is not None:
+                            self._process(events, False, first=hit)
+                            return events
+                        if hold > pos:
+                            self._route(events, self._pos, base + hold)
+                            self._pos = base + hold
+                        if self._pos - base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                            self._trim()
+                        if hold == len(buf):
+                            self._fast = self._fast_states[self._current]
+                        else:
+                            self._held = held
+                        return events
                     self._process(events, False, first=found)  # what `_process` would search and check first
                     return events
         self._process(events, eos=False)
@@ -681,7 +705,8 @@ class ResponseParser:
         """Commit delimiters and route text as far as the buffer allows; ``as_reference``: by the reference's
         own rule (`scan_as_reference`), for the end of the prefix and the end of the generation. ``first``: the
         state's finder match at the first unconsumed position, a whole literal that the last scan's deferral
-        (`ScanState.still_deferred`) does not hold (`feed`'s held path checked both)."""
+        (`ScanState.still_deferred`) does not hold (`feed`'s held path checked both), or the `Hit` its `shape_step`
+        found there."""
         if self._tail:
             self._join_tail()
         self._fast = self._held = None  # until this pass is done (if it raises, the next feed takes the general path)
@@ -697,15 +722,18 @@ class ResponseParser:
             pos = self._pos - base
             if first is not None and watch.literal_owners is None and watch.steps:
                 # `feed`'s held path found a whole literal at ``pos`` that no deferral holds, in a state of literals
-                # and shapes: the `shape_step` branch below, without the tests that lead there.
+                # and shapes: the `shape_step` branch below, without the tests that lead there (or ran it: a `Hit`).
                 found, first = first, None
-                clock = self._clock
-                if clock is None:
-                    clock = self._clock = ScanState()
-                before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
-                window = self._state_start - base
-                hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
-                                       window if window >= 0 else None, found.group())
+                if type(found) is Hit:
+                    hit = found
+                else:
+                    clock = self._clock
+                    if clock is None:
+                        clock = self._clock = ScanState()
+                    before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
+                    window = self._state_start - base
+                    hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                           window if window >= 0 else None, found.group())
             else:
                 finder = watch.finder
                 if first is not None:
