@@ -451,8 +451,9 @@ class ResponseParser:
             buf = self._buf + text
             self._buf = buf
             pos = self._pos - self._base
-            if held is not None and len(buf) - pos <= held[5] and buf[pos:] in held[4] \
-                    and (pos or not held[2] or self._start_settled(self._watch[self._current])):
+            if held is not None and len(buf) - pos <= held[5] and buf[pos:] in held[4] and (
+                    pos or not held[2] or (clock := self._clock) is not None and clock.dead_at_start
+                    and self._watch[self._current].start_ids <= clock.dead_at_start):  # (`_start_settled`, inline)
                 # The held text is still a literal cut off by the buffer edge (what the finder's search from `pos`
                 # would say, with no search): it stays held.
                 return []
@@ -468,7 +469,9 @@ class ResponseParser:
                 return events
             if finder is not None:
                 found = finder.search(buf, pos)
-                if found is None and (pos or not watch.at_start or self._start_settled(watch)):
+                settled = pos or not watch.at_start or clock is not None and clock.dead_at_start \
+                    and watch.start_ids <= clock.dead_at_start  # (`_start_settled`, inline)
+                if found is None and settled:
                     # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
                     # current region (what `_process` would conclude from the same search).
                     end = self._base + len(buf)
@@ -479,7 +482,7 @@ class ResponseParser:
                     self._held = None
                     self._fast = self._fast_states[self._current]  # nothing is held
                     return events
-                if found is not None and (pos or not watch.at_start or self._start_settled(watch)):
+                if found is not None and settled:
                     at = found.start()
                     if found.group() not in watch.literal_set:
                         # A delimiter cut off by the buffer edge, still (or anew: the held text started none).

@@ -63,8 +63,8 @@ from typing import Iterable
 from .budget import NO_LIMITS, ParseContext, ProbeGaveUp, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
-from .shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_RUN, UNDECIDED, Shape,
-                     cut_off)
+from .shapes import (FAIL, MATCH, PAUSE_BRANCH, PAUSE_CAPTURES, PAUSE_EDGE, PAUSE_ITEM, PAUSE_LITERALS, PAUSE_MARKS,
+                     PAUSE_POS, PAUSE_RUN, UNDECIDED, Shape, cut_off)
 from .template import CompiledTemplate, Delimiter
 
 OPEN_FIRST = {"open": 0, "close": 1}
@@ -155,8 +155,10 @@ class ScanState(SearchClock):
             if cause is not None:
                 literals, run = cause[PAUSE_LITERALS], cause[PAUSE_RUN]
                 if literals is not None:
-                    if cut_off(literals, buf, at + cause[PAUSE_EDGE]):
-                        return True  # the buffer still ends inside the literal that left it undecided
+                    rest = buf[at + cause[PAUSE_EDGE]:]  # (`cut_off`, less a call: this runs on most held feeds)
+                    for literal in literals:
+                        if len(literal) > len(rest) and literal.startswith(rest):
+                            return True  # the buffer still ends inside the literal that left it undecided
                 elif run is not None:
                     if run.rx.match(buf, self.checked - base).end() == end:
                         # Only more of the run that reached the edge: still undecided, and nothing before it is
@@ -167,7 +169,13 @@ class ScanState(SearchClock):
                         and not self._due(deferred[1], buf, at, base):
                     return True  # only its lookahead waits (it reads on to the edge): asked again when due
             match = {} if shape.named else None
-            status, cause = shape.decide(buf, at, False, match, cause)  # resumed where the last walk stopped
+            # resumed where the last walk stopped (`Shape.decide`, less a call, when its resume function is made)
+            resume = shape.resumes.get((cause[PAUSE_BRANCH], cause[PAUSE_ITEM])) if cause is not None else None
+            if resume is not None and cause[PAUSE_ITEM] >= 0 and (match is None or cause[PAUSE_CAPTURES] is not None):
+                status, cause = resume(buf, at, False, match, cause[PAUSE_POS], cause[PAUSE_CAPTURES],
+                                       cause[PAUSE_MARKS])
+            else:
+                status, cause = shape.decide(buf, at, False, match, cause)
             if status != UNDECIDED:
                 self.decided = (at, end, base, shape, status, cause, match, deferred[1])
                 return False
@@ -435,7 +443,12 @@ def shape_step(watch: WatchSet, buf: str, at: int, eos: bool, clock: ScanState, 
                     clock.checked = end + base
                     return None, at
             elif delim.literals is not None:
-                stop = _longest_at(delim, buf, at)
+                for lit in delim.ordered:  # (`_longest_at`, less a call) longest first
+                    if buf.startswith(lit, at):
+                        stop = at + len(lit)
+                        break
+                else:
+                    stop = -1
                 if not eos and (stop == end and delim.can_extend
                                 or end - at < delim.max_width and cut_off(delim.literals, buf, at)):
                     clock.deferred = None
