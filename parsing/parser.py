@@ -235,13 +235,19 @@ class ResponseParser:
     # Slots: past 30 attributes an instance's __dict__ stops sharing its keys with the others' on CPython 3.11,
     # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
     # for callers that annotate a parser.
-    __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_time_budget",
-                 "_spent", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
+    __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
                  "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast", "_held",
-                 "_opened", "_captures", "_body", "_body_blocks", "_finalized", "_stream_parts", "_stream_cache",
-                 "_segments", "delimiters", "prefix_length", "dropped_prefix", "initial_events", "_feed_start",
+                 "_opened", "_captures", "_body", "_body_blocks", "_finalized", "delimiters", "prefix_length",
+                 "initial_events", "_feed_start",
                  "_joins", "_join_budget", "_join_limit", "__dict__", "__weakref__")
+    # Only a parser with spans or a time budget changes these (in its ``__dict__``): one store less each per parser.
+    _time_budget: float | None = None
+    _spent = 0.0  # seconds of ``time_budget`` spent
+    _stream_parts: list[str] | tuple = ()
+    _stream_cache: str | None = None
+    _segments: list[list] | tuple = ()  # [kind, field, start, end]
+    dropped_prefix = ""
 
     def __init__(self, template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None,
                  spans: bool = False, recover: bool = False, regex_timeout: float | None = DEFAULT_REGEX_TIMEOUT,
@@ -264,9 +270,8 @@ class ResponseParser:
         else:
             limits = _limits_for(regex_timeout)
         self._limits = self._ctx = limits
-        self._time_budget = time_budget
-        self._spent = 0.0
         if time_budget is not None:  # keeps the unbudgeted `feed` and `finalize` free of any per-call check
+            self._time_budget = time_budget
             self.__class__ = _BudgetedParser  # not bound methods on the instance: a cycle kept its message alive
         plan = template.derived.get("parser")
         if plan is None:
@@ -309,13 +314,11 @@ class ResponseParser:
         self._body: list[str] = []
         self._body_blocks: list[str] = []
         self._finalized = False
-        # Span bookkeeping (only filled with spans=True).
-        self._stream_parts: list[str] = []
-        self._stream_cache: str | None = None
-        self._segments: list[list] = []  # [kind, field, start, end]
+        if spans:  # span bookkeeping
+            self._stream_parts = []
+            self._segments = []
         self.delimiters: list[dict] = []
         self.prefix_length = 0
-        self.dropped_prefix = ""
         self.initial_events: list[dict] = []
         if prefix:
             if time_budget is None:
@@ -326,14 +329,16 @@ class ResponseParser:
         self._feed_start = (self._current, self._origin)
 
     def _read_prefix(self, prefix: str) -> None:
-        cut = self.template.anchor_end(prefix, timeout=self._ctx)  # (`truncate_prefix`, without copying `dropped`)
+        cut = self.template.anchor_end(prefix, self._ctx)  # (`truncate_prefix`, without copying `dropped`)
         if not cut:
             logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
             kept = prefix
         else:
-            kept = prefix[cut:]
             if self._spans:
                 self.dropped_prefix = prefix[:cut]
+            if cut == len(prefix):
+                return  # nothing kept (most prompts end with the anchor)
+            kept = prefix[cut:]
         if kept:
             reusable = (not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
                         and self._limits.values is None)
@@ -547,24 +552,24 @@ class ResponseParser:
         # (a parser with a time budget has `_budgeted_finalize` as its `finalize`, which runs this under `_timed`)
         events: list[dict] = []
         watch = self._watch[self._current]
-        finder = watch.finder
         if self._tail:
             self._join_tail()
         end = self._base + len(self._buf)  # `_end`
-        if not self._spans and finder is not None and self._pos == end and (self._pos or not watch.at_start):
+        if not self._spans and watch.finder is not None and self._pos == end and (end or not watch.at_start):
             # Nothing unconsumed, and no delimiter of this state can start in empty text: a state with a finder
             # has a literal to start every match (its finder needs at least one character: `_finder_source`) and
             # no delimiter searched from an earlier origin. Both steps below would only close the region.
-            self._close_current(events, end, end)
+            if self._opened:  # (else `_close_current` has nothing to close: no call)
+                self._close_current(events, end, end)
         else:
             # The reference's one-shot parse feeds the whole generation once (its streaming rule, which we only
             # follow where no more text can come), then flushes at the end of the stream.
             if not self._reference_feed_stalls():
                 self._process(events, eos=False, as_reference=True)
             self._process(events, eos=True)
-        if self._spans and self._pos < self._end:
-            # Text left unparsed (only after a zero-width implicit close): account for it.
-            self._segment("discarded", None, self._pos, self._end)
+            if self._spans and self._pos < self._end:
+                # Text left unparsed (only after a zero-width implicit close): account for it.
+                self._segment("discarded", None, self._pos, self._end)
         if self._joins:
             self._join_output()
         output = self._output
@@ -573,15 +578,15 @@ class ResponseParser:
                 missing = [name for name in self._plan.required if name not in output]
                 raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
         if all(output.values()):
-            self._output = dict(output)  # nothing to drop (a copy all the same, as below)
+            output = self._output = dict(output)  # nothing to drop (a copy all the same, as below)
         else:
             defaults = self.template.defaults
             # Dropped: None and empty strings/lists/dicts (a truthy value is never one of them: tested first).
-            self._output = {k: v for k, v in output.items()
-                            if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
+            output = self._output = {k: v for k, v in output.items()
+                                     if v or k in defaults or v is not None and not isinstance(v, (list, dict, str))}
         self._finalized = True
         self._fast = None  # `feed` raises: its fast path checks only this
-        return self._output, events
+        return output, events
 
     def _budgeted_finalize(self) -> tuple[dict, list[dict]]:
         if self._finalized:

@@ -261,10 +261,12 @@ class CompiledTemplate:
         if plain is False:
             literals = anchor.literals
             plain = self.derived["anchor_literals"] = (
-                literals if literals is not None and not _literals_overlap(literals) else None)
+                tuple(literals) if literals is not None and not _literals_overlap(literals) else None)
         if plain is not None:
             # Literals no two occurrences of which can overlap: every occurrence is a match, and the last match
             # ends where the last occurrence of one of them ends (plain text search, no regex to run).
+            if prefix.endswith(plain):
+                return len(prefix)  # none can end later (most prompts end with the anchor)
             last_end = None
             for literal in plain:
                 found = prefix.rfind(literal)

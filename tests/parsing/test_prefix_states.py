@@ -75,3 +75,34 @@ def test_a_prefix_that_closes_a_region_is_read_every_time():
     assert not _Plan.of(template).prefix_states
     again = parse_stream(template, "<s><think>a</think>", ["c<eos>"])
     assert again.message == {"reasoning_content": "a", "content": "c"}
+
+
+@pytest.mark.parametrize("spans", [False, True])
+def test_a_prefix_that_ends_with_the_anchor_keeps_nothing(spans):
+    """A prompt that ends with a start-anchor literal (the usual generation prompt) is cut at its very end without a
+    search (`CompiledTemplate.anchor_end`): nothing is kept or read, as when the last match is found by searching,
+    including with two anchors one of which occurs only earlier. Messages and initial events are the reference's; the
+    span attributes of a parser without spans keep their documented empty values."""
+    from transformers.utils.chat_parsing import ResponseParser as Reference
+
+    spec = {"start_anchor": ["<|im_start|>assistant\n", "<tool_response>"],
+            "fields": {"reasoning_content": {"open": "<think>", "close": "</think>"}, "content": {}}}
+    template = load_template(spec)
+    head = "<|im_start|>user\nhi<think>x</think><tool_response>r"
+    for prefix, kept in ((head + "<|im_start|>assistant\n", ""), (head + "</tool_response><tool_response>", ""),
+                         (head + "<|im_start|>assistant\n<think>", "<think>"), ("no anchor <think>", None)):
+        cut = len(prefix) - len(kept) if kept is not None else None
+        assert template.anchor_end(prefix) == cut
+        assert template.truncate_prefix(prefix) == ((prefix[:cut], kept) if kept is not None else ("", prefix))
+        parser = ResponseParser(template, prefix, spans=spans)
+        reference = Reference(spec, prefix)
+        assert [{k: v for k, v in e.items() if k not in ("start", "end")} for e in parser.initial_events] \
+            == reference.initial_events
+        if spans:
+            assert parser.dropped_prefix == (prefix[:cut] if kept is not None else "")
+            assert parser.stream_text == (prefix if kept is None else kept)
+        else:
+            assert (parser.dropped_prefix, parser.delimiters, parser.stream_text, parser.segments()) == ("", [], "", [])
+        parser.feed("a</think>b")
+        reference.feed("a</think>b")
+        assert parser.finalize()[0] == reference.finalize()[0]
