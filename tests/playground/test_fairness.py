@@ -98,6 +98,7 @@ def _fake_demo():
     """A demo whose queue records what the wrapped ``push`` lets through (enough of gradio 6.31's queue for
     `install`: no job ever runs, so only the new-session count can refuse)."""
     import asyncio
+    import threading
     from types import SimpleNamespace
 
     let_in = []
@@ -113,7 +114,13 @@ def _fake_demo():
     def join(session, address):
         from types import SimpleNamespace as NS
         body = NS(session_hash=session)
-        return asyncio.run(queue.push(body, _request(address), None))
+        # In a thread of its own: in the whole suite an earlier browser test's Playwright keeps an event loop
+        # running in this one, where asyncio.run refuses to start.
+        answer = []
+        thread = threading.Thread(target=lambda: answer.append(asyncio.run(queue.push(body, _request(address), None))))
+        thread.start()
+        thread.join()
+        return answer[0]
 
     return demo, join, let_in
 
