@@ -577,23 +577,21 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
         src = (f'<div class="tpl-source">Template: {escape(origin)}'
                f'{" · <b>edited</b>" if edited else ""}</div>')
     if problem is None:
-        marks, warns = [], []
+        warns = []
         for w in wrong_types(text) if text else []:
+            # the page's script gives the line (data-line) a background in the editor
             line, _ = _locate(text, w.path)
             warns.append(f'<div class="tpl-warn" data-path="{escape(w.path)}" data-line="{line or ""}">'
                          f'{icon("warning")} {escape(w.message)}</div>')
-            if line:
-                marks.append(f"#template .cm-content > .cm-line:nth-child({int(line)})")
         for path, key in duplicate_keys(text) if text else []:
             warns.append(f'<div class="tpl-warn tpl-dup" data-path="{escape(path)}">{icon("info")} '
                          f'{escape(path)}: the key "{escape(key)}" is written more than once in one object; only '
                          f'the last one counts (JSON keeps the last value, as transformers does).</div>')
-        style = (f"<style>{','.join(marks)}{{background:var(--tpl-warn-line)}}</style>" if marks else "")
         if hints is None:
             hints = field_name_hints(text) if text else []
         extra = "".join(f" · {h}" for h in hints)
         return (f'{src}<div class="tpl-ok" id="tpl-ok">{icon("ok")} template valid{escape(ok_note)}'
-                f'{escape(extra)}</div>{"".join(warns)}{style}')
+                f'{escape(extra)}</div>{"".join(warns)}')
     where = []
     if getattr(problem, "path", ""):
         where.append(f"at <code>{escape(problem.path)}</code>")
@@ -623,14 +621,11 @@ def template_status_html(problem=None, text: str = "", ok_note: str = "", *, ori
             row = f"{i:4d} | {row}"
             rows.append(f"<mark>{row}</mark>" if i == line else row)
         snippet = "<pre>" + "\n".join(rows) + "</pre>"
-    # mark the line in the editor itself (CodeMirror draws one .cm-line per line; the rule goes away
-    # with this message once the template is valid again); the page's script marks the fault's column in it
-    mark = (f"<style>#template .cm-content > .cm-line:nth-child({int(line)}){{background:var(--tpl-bad-line);"
-            f"outline:1px solid var(--tpl-bad-border)}}</style>") if line else ""
+    # the page's script marks the line (data-line) in the editor itself, and the fault's column in it
     at = f' data-fault-line="{at_line}" data-fault-column="{at_column}"' if at_line else ""
     return (f'{src}<div class="tpl-bad" id="tpl-error" data-line="{line or ""}"{at} '
             f'data-path="{escape(getattr(problem, "path", ""))}">{icon("error")} '
-            f'{escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}{mark}</div>')
+            f'{escape(getattr(problem, "message", str(problem)))} {" ".join(where)}{snippet}</div>')
 
 
 def _locate(text: str, path: str, char: int | None = None) -> tuple[int | None, int | None]:

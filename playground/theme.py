@@ -382,13 +382,52 @@ JS = r"""
     const reset = () => { const sc = q('#template .cm-scroller'); if (sc) sc.scrollLeft = 0; };
     requestAnimationFrame(() => { reset(); setTimeout(reset, 50); });
   }
+  // The element CodeMirror draws for line n (1-based) of the editor's text, or null when that line is not drawn.
+  // CodeMirror draws only the lines near its viewport, with a gap element standing for the others, so in a long
+  // text the n-th child is another line: when a gap is there, the line is found beside its line number in the
+  // gutter instead.
+  function editorLine(n) {
+    const content = q('#template .cm-content');
+    if (!content || !(n > 0)) return null;
+    const kids = Array.from(content.children);
+    if (kids.every(k => k.classList.contains('cm-line'))) return kids[n - 1] || null;  // every line drawn
+    const num = qa('#template .cm-lineNumbers .cm-gutterElement').find(g => g.textContent === String(n));
+    if (!num) return null;
+    const y = num.getBoundingClientRect().top + 1;
+    return kids.find(k => {
+      if (!k.classList.contains('cm-line')) return false;
+      const r = k.getBoundingClientRect();
+      return r.top <= y && y < r.bottom;
+    }) || null;
+  }
+  // The status names the faulty line (#tpl-error's data-line) and each line holding a value of the wrong type
+  // (.tpl-warn's data-line): give those lines a background in the editor, by a rule on their place among the
+  // editor's drawn elements. Redone whenever CodeMirror redraws (scrolling draws other lines).
+  function markLines() {
+    const rules = [];
+    const add = (sel, paint) => qa(sel).forEach(el => {
+      const line = editorLine(+el.dataset.line);
+      if (line) rules.push(`#template .cm-content > :nth-child(${Array.from(line.parentNode.children).indexOf(line) + 1}){${paint}}`);
+    });
+    add('#template-status .tpl-warn[data-line]', 'background:var(--tpl-warn-line)');
+    add('#template-status #tpl-error[data-line]', 'background:var(--tpl-bad-line);outline:1px solid var(--tpl-bad-border)');
+    let style = q('#tpl-line-marks');
+    if (!style) {
+      style = document.createElement('style');
+      style.id = 'tpl-line-marks';
+      document.head.appendChild(style);
+    }
+    const css = rules.join('\n');
+    if (style.textContent !== css) style.textContent = css;
+  }
   // A bad regex: the status names the line and column of the fault's character in the JSON text
   // (#tpl-error's data-fault-line/-column, columns in characters); mark that character in the editor with a
   // CSS highlight, which leaves CodeMirror's own DOM alone. Redone when CodeMirror redraws the line.
   function markFault() {
+    markLines();
     if (!window.CSS || !CSS.highlights || typeof Highlight === 'undefined') return;
     const bad = q('#tpl-error[data-fault-line]');
-    const line = bad && qa('#template .cm-content > .cm-line')[+bad.dataset.faultLine - 1];
+    const line = bad && editorLine(+bad.dataset.faultLine);
     if (!line) { CSS.highlights.delete('tpl-fault'); return; }
     let left = +bad.dataset.faultColumn - 1;  // characters before the fault: code points, as the server counts
     const walk = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);

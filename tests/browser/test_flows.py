@@ -79,6 +79,67 @@ def test_live_generation_and_stop(page, app_url):
     assert page.locator("#chatbot .message-row, #chatbot [data-testid=user]").count() >= 2
 
 
+# The editor's lines drawn with a background, each named by the line number the gutter shows beside it.
+MARKED_LINES = """() => {
+    const nums = Array.from(document.querySelectorAll('#template .cm-lineNumbers .cm-gutterElement'));
+    return Array.from(document.querySelectorAll('#template .cm-content > .cm-line'))
+        .filter(l => !l.classList.contains('cm-activeLine')
+                     && !['rgba(0, 0, 0, 0)', 'transparent'].includes(getComputedStyle(l).backgroundColor))
+        .map(l => { const y = l.getBoundingClientRect().top + 1;
+                    const g = nums.find(e => { const r = e.getBoundingClientRect(); return r.top <= y && y < r.bottom; });
+                    return g ? +g.textContent : null; });
+}"""
+
+
+def scroll_editor_to_line(page, n):
+    """Scroll the editor until the gutter shows line ``n``."""
+    page.wait_for_function("""n => { const sc = document.querySelector('#template .cm-scroller');
+        const g = Array.from(document.querySelectorAll('#template .cm-lineNumbers .cm-gutterElement'))
+            .find(e => e.textContent === String(n));
+        if (g) { const r = g.getBoundingClientRect(), s = sc.getBoundingClientRect();
+                 if (r.top >= s.top && r.bottom <= s.bottom) return true; }
+        sc.scrollTop += (g ? g.getBoundingClientRect().top - sc.getBoundingClientRect().top - 40 : (n < 50 ? -400 : 400));
+        return false; }""", arg=n, polling=100, timeout=20000)
+
+
+def json_fault_line(text):
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return e.lineno
+    raise AssertionError("the text is valid JSON")
+
+
+def test_a_long_templates_faulty_line_is_the_one_marked(page):
+    # CodeMirror draws only the lines near its viewport: in a long text the faulty line must still be the one
+    # marked, and no other line may be marked in its place
+    spec = json.loads(code_text(page, "template"))
+    text = json.dumps(spec, indent=2)
+    lines = text.splitlines()
+    at = next(i for i, row in enumerate(lines) if '"fields"' in row)
+    # a fault far down (a trailing comma after many blank lines)
+    broken_far = "\n".join(lines[:1] + [""] * 300 + lines[1:]).replace('"fields": {', '"fields": {,', 1)
+    set_code(page, "template", broken_far)
+    line = json_fault_line(broken_far)
+    assert line > 300
+    page.wait_for_selector(f"#tpl-error[data-line='{line}']")
+    scroll_editor_to_line(page, line)
+    page.wait_for_function(f"() => ({MARKED_LINES})().length > 0")
+    assert page.evaluate(MARKED_LINES) == [line]
+    # a fault near the top, the editor showing the end of a long text: the faulty line is not drawn, so no line
+    # is marked; scrolled back to it, it is
+    broken_top = "\n".join(lines[:at] + [""] * 300 + lines[at:]).replace('"role": "assistant"', '"role": "assistant",', 1)
+    set_code(page, "template", broken_top)
+    line = json_fault_line(broken_top)
+    assert line < 10
+    page.wait_for_selector(f"#tpl-error[data-line='{line}']")
+    scroll_editor_to_line(page, broken_top.count("\n") + 1)
+    assert page.evaluate(MARKED_LINES) == []
+    scroll_editor_to_line(page, line)
+    page.wait_for_function(f"() => ({MARKED_LINES})().length > 0")
+    assert page.evaluate(MARKED_LINES) == [line]
+
+
 def test_broken_template_shows_error_then_fix_reparses(page):
     paste_and_parse(page, RAW, PREFIX)
     message_json(page, "Let me check.")

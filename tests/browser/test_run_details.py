@@ -84,9 +84,15 @@ def test_values_of_the_wrong_json_type_are_flagged_but_parse_as_the_reference_do
     warn = page.wait_for_selector("#template-status .tpl-warn[data-path='fields.tool_calls.repeats']")
     assert "string" in warn.inner_text() and "true" in warn.inner_text()
     page.wait_for_selector("#template-status .tpl-warn[data-path='fields.reasoning_content.optional']")
-    # the faulty line is marked in the editor
+    # the faulty lines are marked in the editor
     line = int(warn.get_attribute("data-line"))
-    assert '"repeats": "false"' in json.dumps(tpl, indent=2).splitlines()[line - 1]
+    rows = json.dumps(tpl, indent=2).splitlines()
+    assert '"repeats": "false"' in rows[line - 1]
+    flagged = [i + 1 for i, row in enumerate(rows) if '"repeats": "false"' in row or '"optional": 0' in row]
+    page.wait_for_function("""want => JSON.stringify(Array.from(document.querySelectorAll('#template .cm-content > .cm-line'))
+        .map((l, i) => [i + 1, l]).filter(([i, l]) => !l.classList.contains('cm-activeLine')
+            && !['rgba(0, 0, 0, 0)', 'transparent'].includes(getComputedStyle(l).backgroundColor))
+        .map(([i]) => i)) === JSON.stringify(want)""", arg=flagged)
     # conformance: it still parses, as the reference does (a non-empty string is true: a list of calls)
     raw = ('Hmm.\n</think>\nHi<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call><tool_call>\n'
            '{"name": "b", "arguments": {}}\n</tool_call><|im_end|>')
