@@ -13,7 +13,14 @@ visitor's address is in ``X-Forwarded-For``, read when ``trust_forwarded`` (on a
 client sent: the left-most entries are the client's to write, so the visitor is the right-most entry that is not a
 proxy's own (private, loopback or link-local) address (`forwarded_client`). A client that writes its own
 ``X-Forwarded-For`` is still counted under the address the proxy saw. Gradio has no hook for this, so `install`
-wraps the queue's ``push`` (checked against gradio 6.31 by ``tests/playground/test_client_fairness.py``).
+wraps the queue's ``push`` (checked against gradio 6.31 by ``tests/playground/test_fairness.py`` and
+``tests/playground/test_request_guards.py``).
+
+Waiting jobs are served in turn. Gradio's queue is first come, first served: six addresses each keeping their 4
+slow parses in flight (24 jobs of up to 5 s for 8 slots) made another visitor's 0.1 s paste wait 12-25 s (trial 15).
+A job let in is moved ahead of every waiting job that is a later one of its own client (`_fair_place`): each
+client's first waiting job comes before anyone's second, and so on, so a visitor with nothing running gets the next
+free slot whoever else is waiting.
 
 Answers never read count too. Gradio keeps each finished job's messages (its whole output) for its session until a
 ``/queue/data`` stream reads them; a client that joins and never reads piles them up without bound: trial 12's
@@ -113,6 +120,35 @@ def session_refusal_text(new_sessions: int, window: float) -> str:
             f"without this limit, run the playground on your own machine (python app.py).")
 
 
+def _fair_place(queue: Any, event_id: str, trust_forwarded: bool) -> int | None:
+    """Move the waiting job ``event_id`` of ``queue`` (a gradio 6.31 queue) ahead of the waiting jobs of its event
+    that are a later job of their own client than it is of its client: a job's turn is how many jobs its client
+    has running or waiting before it. Returns its new place among the waiting jobs, or None when it is not waiting
+    (run at once, or unknown)."""
+    event = queue.event_ids_to_events.get(event_id)
+    line = getattr(queue, "event_queue_per_concurrency_id", {}).get(getattr(event, "concurrency_id", None))
+    if line is None or not line.queue or line.queue[-1] is not event:
+        return None
+    waiting_ids = {e._id for q in queue.event_queue_per_concurrency_id.values() for e in q.queue}
+    ahead: dict[Any, int] = {}  # client -> its jobs running, then those waiting before the one looked at
+    for other in list(queue.event_ids_to_events.values()):
+        if other._id not in waiting_ids:
+            key = client_key(other.request, trust_forwarded)
+            ahead[key] = ahead.get(key, 0) + 1
+    waiting = line.queue[:-1]
+    turns = []
+    for other in waiting:
+        key = client_key(other.request, trust_forwarded)
+        turns.append(ahead.get(key, 0))
+        ahead[key] = ahead.get(key, 0) + 1
+    own = ahead.get(client_key(event.request, trust_forwarded), 0)
+    place = next((i for i, turn in enumerate(turns) if turn > own), len(waiting))
+    if place < len(waiting):
+        line.queue.pop()
+        line.queue.insert(place, event)
+    return place
+
+
 def install(demo: Any, per_client: int | None, trust_forwarded: bool, new_sessions: int | None = None,
             window: float = 600.0) -> None:
     """Cap the jobs each client may have waiting or running in ``demo``'s queue at ``per_client`` (None: no cap),
@@ -190,6 +226,11 @@ def install(demo: Any, per_client: int | None, trust_forwarded: bool, new_sessio
         if key is not None and session and new_sessions is not None and new_session_refused(key, session, now):
             return False, session_refusal_text(new_sessions, window), "queue_full"
         result = await original(body, request, username)
+        if result[0] and isinstance(result[1], str):
+            place = _fair_place(queue, result[1], trust_forwarded)
+            if place is not None and hasattr(queue, "broadcast_estimations"):
+                # the places from the job's new one on changed: tell those jobs (Gradio told the job the last place)
+                queue.broadcast_estimations(queue.event_ids_to_events[result[1]].concurrency_id, place)
         if key is not None and result[0] and session:
             owners[session] = key
             if new_sessions is not None:

@@ -163,3 +163,63 @@ def test_the_session_cap_is_public_by_default_and_can_be_lifted(monkeypatch):
     assert limits.sessions_per_address is None
     limits, _ = from_arguments(parser.parse_args([]), "m")
     assert limits.sessions_per_address is None
+
+
+def _queue_demo():
+    """A demo whose queue keeps waiting jobs the way gradio 6.31's does (``event_ids_to_events`` holds the jobs
+    waiting or running, ``event_queue_per_concurrency_id[id].queue`` the waiting ones in order, ``push`` appends and
+    answers the job's id), with a ``run`` that starts the first waiting job."""
+    import asyncio
+    import itertools
+    import threading
+    import time
+    from types import SimpleNamespace as NS
+
+    ids = itertools.count()
+    line = NS(queue=[])
+    told = []  # the places ``broadcast_estimations`` was asked to tell from
+
+    async def push(body, request, username):
+        event = NS(_id=f"e{next(ids)}", request=request, concurrency_id="paste", session_hash=body.session_hash,
+                   who=body.who, enqueue_time=time.monotonic())
+        queue.event_ids_to_events[event._id] = event
+        line.queue.append(event)
+        return True, event._id, "success"
+
+    queue = NS(event_ids_to_events={}, pending_event_ids_session={}, pending_messages_per_session={},
+               event_queue_per_concurrency_id={"paste": line}, push=push,
+               broadcast_estimations=lambda concurrency_id, after=None: told.append(after))
+    demo = NS(_queue=queue)
+
+    def join(who, address):
+        body = NS(session_hash=f"s-{who}", who=who)
+        answer = []  # in a thread of its own (see `_fake_demo`)
+        thread = threading.Thread(target=lambda: answer.append(asyncio.run(queue.push(body, _request(address), None))))
+        thread.start()
+        thread.join()
+        return answer[0]
+
+    def run():
+        line.queue.pop(0)  # it runs: still in event_ids_to_events, no longer waiting
+
+    return demo, join, run, lambda: [e.who for e in line.queue], told
+
+
+def test_a_visitor_with_nothing_running_is_served_before_the_later_jobs_of_others():
+    """Trial 15 H2: six addresses each keeping 4 slow parses in flight made another visitor's small paste wait
+    12-25 s behind all of them (first come, first served). Waiting jobs now take turns: each client's first
+    waiting job before anyone's second, and so on."""
+    demo, join, run, waiting, told = _queue_demo()
+    install(demo, 4, trust_forwarded=True)
+    for n in range(4):
+        assert join(f"a{n}", "203.0.113.1")[0]
+    for n in range(4):
+        assert join(f"b{n}", "203.0.113.2")[0]
+    assert waiting() == ["a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3"]
+    run(); run()  # a0 and b0 run
+    assert join("v0", "198.51.100.7")[0]  # a visitor with nothing running or waiting: next in line
+    assert waiting() == ["v0", "a1", "b1", "a2", "b2", "a3", "b3"]
+    assert join("v1", "198.51.100.7")[0]  # its second job waits its turn, after the others' second ones
+    assert waiting() == ["v0", "a1", "b1", "v1", "a2", "b2", "a3", "b3"]
+    assert told[-2:] == [0, 3]  # the jobs from the new one's place on are told their new places
+    assert join("c0", "203.0.113.3")[0] and waiting()[:2] == ["v0", "c0"]
