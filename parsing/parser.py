@@ -398,13 +398,15 @@ class ResponseParser:
         if fast is not None and text:
             if self._pos or not fast[2]:
                 for char in fast[0]:  # most often one ('<'): cheaper than any set operation
-                    if char in text:
-                        found = fast[1].search(text)
+                    if char in text and ((found := fast[1].search(text)) is not None
+                                         or fast[2] and self._pos == self._base):
                         break
                 else:
-                    # Fast path: nothing is held and no watched delimiter can start in this chunk, so all of it
-                    # goes to the current region. The chunk waits in `_tail` (joined to the buffer, and to the
-                    # region's body, now and then: `_join_tail`).
+                    # Fast path: nothing is held and no watched delimiter can start in this chunk (none of its
+                    # literals' first characters is in it, or the finder finds neither a whole literal nor one cut
+                    # off by the chunk's end, and no ^ applies at the chunk's start), so all of it goes to the current
+                    # region. The chunk waits in `_tail` (joined to the buffer, and to the region's body, now and
+                    # then: `_join_tail`).
                     tail = self._tail
                     tail.append(text)
                     self._pos += len(text)
@@ -425,7 +427,8 @@ class ResponseParser:
             if self._tail:
                 self._join_tail()
                 buf = self._buf
-            self._buf = buf + text
+            buf += text
+            self._buf = buf
             if (found is not None and found.group() not in self._watch[self._current].literal_set
                     and (self._pos != self._base or not fast[2]) and self._ctx.deadline is None):
                 # The chunk ends with the first characters of a delimiter, cut off (the finder's non-literal
@@ -438,6 +441,11 @@ class ResponseParser:
                         self._trim()
                 self._fast, self._held = None, fast  # text is held
                 return events
+            # A whole literal in the chunk, or index 0 of the buffer while a ^-delimiter may match there: held from
+            # here on, the held path's steps below decide (as `_process` would).
+            self._fast = None
+            held = fast
+            pos = self._pos - self._base
         else:
             held = self._held  # the state's fast-path data while text is held (None: not known to be)
             if held is None or not text:
@@ -463,20 +471,20 @@ class ResponseParser:
                 # would say, with no search): it stays held.
                 return []
             events = []
-            watch = self._watch[self._current]
-            finder = watch.finder
-            clock = self._clock
-            if pos and finder is not None and clock is not None and clock.deferred is not None \
-                    and clock.deferred[2] is not None and clock.still_deferred(buf, pos, self._base, self._ctx):
-                # The last scan held here on a shape it could not decide (past index 0: where a literal of it starts,
-                # whole or cut off, the first thing the finder would find), and it still cannot: a scan would hold
-                # here again, whatever the other delimiters do. No search.
-                return events
-            if finder is not None:
+        watch = self._watch[self._current]
+        finder = watch.finder
+        clock = self._clock
+        if pos and finder is not None and clock is not None and clock.deferred is not None \
+                and clock.deferred[2] is not None and clock.still_deferred(buf, pos, self._base, self._ctx):
+            # The last scan held here on a shape it could not decide (past index 0: where a literal of it starts,
+            # whole or cut off, the first thing the finder would find), and it still cannot: a scan would hold
+            # here again, whatever the other delimiters do. No search.
+            return events
+        if finder is not None:
+            if pos or not watch.at_start or clock is not None and clock.dead_at_start \
+                    and watch.start_ids <= clock.dead_at_start:  # (`_start_settled`, inline)
                 found = finder.search(buf, pos)
-                settled = pos or not watch.at_start or clock is not None and clock.dead_at_start \
-                    and watch.start_ids <= clock.dead_at_start  # (`_start_settled`, inline)
-                if found is None and settled:
+                if found is None:
                     # The held text turned out to start no delimiter, nor does the chunk: all of it goes to the
                     # current region (what `_process` would conclude from the same search).
                     end = self._base + len(buf)
@@ -487,52 +495,62 @@ class ResponseParser:
                     self._held = None
                     self._fast = self._fast_states[self._current]  # nothing is held
                     return events
-                if found is not None and settled:
-                    at = found.start()
-                    if found.group() not in watch.literal_set:
-                        # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
-                        if at > pos:
-                            end = self._base + at
-                            self._route(events, self._pos, end)
-                            self._pos = end
-                            if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
-                                self._trim()
-                        return events
-                    if at != pos:
-                        self._process(events, eos=False)
-                        return events
-                    # A whole literal where the last scan held without running its regex (a suffix the match needs
-                    # has not arrived, or a complete match waits for its lookahead's text): `_process` would hold
-                    # there again, whatever the other delimiters do.
-                    if clock is not None and clock.deferred is not None and (not pos or clock.deferred[2] is None) \
-                            and clock.still_deferred(buf, pos, self._base, self._ctx):  # (a shape's: asked above)
-                        return events
-                    if watch.literal_owners is None and watch.steps and self._ctx.deadline is None:
-                        # `_process`'s first pass without it: `shape_step` from the literal at ``pos``. Most often a
-                        # special token just completed and its delimiter waits for the text after it: held again.
-                        if clock is None:
-                            clock = self._clock = ScanState()
-                        base = self._base
-                        window = self._state_start - base
-                        self._held = None  # (as `_process` leaves it, should `shape_step` raise)
-                        hit, hold = shape_step(watch, buf, pos, False, clock, base, self._ctx,
-                                               self._history_text() if self._history_len else "",
-                                               window if window >= 0 else None, found.group())
-                        if hit is not None:
-                            self._process(events, False, first=hit)
-                            return events
-                        if hold > pos:
-                            self._route(events, self._pos, base + hold)
-                            self._pos = base + hold
-                        if self._pos - base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                at = found.start()
+                literal = found.group()
+                if literal not in watch.literal_set:
+                    # A delimiter cut off by the buffer edge, still (or anew: the held text started none).
+                    if at > pos:
+                        end = self._base + at
+                        self._route(events, self._pos, end)
+                        self._pos = end
+                        if self._pos - self._base >= self._trim_gap:  # else `_trim` has nothing to drop yet
                             self._trim()
-                        if hold == len(buf):
-                            self._fast = self._fast_states[self._current]
-                        else:
-                            self._held = held
-                        return events
+                    return events
+                if at != pos:
+                    self._process(events, eos=False)
+                    return events
+                # A whole literal where the last scan held without running its regex (a suffix the match needs
+                # has not arrived, or a complete match waits for its lookahead's text): `_process` would hold
+                # there again, whatever the other delimiters do.
+                if clock is not None and clock.deferred is not None and (not pos or clock.deferred[2] is None) \
+                        and clock.still_deferred(buf, pos, self._base, self._ctx):  # (a shape's: asked above)
+                    return events
+                if watch.literal_owners is not None or not watch.steps or self._ctx.deadline is not None:
                     self._process(events, False, first=found)  # what `_process` would search and check first
                     return events
+            elif watch.start_steps and self._ctx.deadline is None:
+                # Index 0 of the buffer while ^-delimiters (all shapes) may still match there: `_process` searches
+                # nothing, asks the last scan's deferral there, then runs `shape_step` from index 0.
+                if clock is not None and clock.deferred is not None and clock.still_deferred(buf, 0, self._base,
+                                                                                           self._ctx):
+                    return events  # undecided there still: held
+                literal = None
+            else:
+                self._process(events, eos=False)
+                return events
+            # `_process`'s first pass without it: `shape_step` from ``pos`` (the literal there, or index 0). Most
+            # often a special token just completed and its delimiter waits for the text after it: held again.
+            if clock is None:
+                clock = self._clock = ScanState()
+            base = self._base
+            window = self._state_start - base
+            self._held = None  # (as `_process` leaves it, should `shape_step` raise)
+            hit, hold = shape_step(watch, buf, pos, False, clock, base, self._ctx,
+                                   self._history_text() if self._history_len else "",
+                                   window if window >= 0 else None, literal)
+            if hit is not None:
+                self._process(events, False, first=hit)
+                return events
+            if hold > pos:
+                self._route(events, self._pos, base + hold)
+                self._pos = base + hold
+            if self._pos - base >= self._trim_gap:  # else `_trim` has nothing to drop yet
+                self._trim()
+            if hold == len(buf):
+                self._fast = self._fast_states[self._current]
+            else:
+                self._held = held
+            return events
         self._process(events, eos=False)
         return events
 

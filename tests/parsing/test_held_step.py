@@ -111,3 +111,72 @@ def test_every_outcome_of_the_held_scan_is_reached(outcomes):
             for chunks in _chunkings(text):
                 _run(ResponseParser(template, ""), chunks)
     assert set(outcomes) == {"hit", "held", "later", "end"}, outcomes
+
+
+@pytest.fixture
+def start_steps(monkeypatch):
+    """Counts `feed`'s own `shape_step` calls from index 0 with no literal (a ^-shape may still match there)."""
+    seen = {"calls": 0}
+    step = parser_module.shape_step
+
+    def counted(watch, buf, at, eos, clock, base, ctx, before="", window=None, literal=None):
+        if sys._getframe(1).f_code.co_name == "feed" and literal is None:
+            assert at == 0
+            seen["calls"] += 1
+        return step(watch, buf, at, eos, clock, base, ctx, before, window, literal)
+
+    monkeypatch.setattr(parser_module, "shape_step", counted)
+    return seen
+
+
+@pytest.mark.parametrize("text", ["  <think>hm</think> x", "\n<thin", " <thinker> <think>a</think>",
+                                  "<call>{} </call><think>", "a  <think>b</think>"])
+def test_index_zero_under_a_start_shape_is_scanned_as_process_would(text, start_steps):
+    """The first chunk at index 0 (and a held text there) in a state whose ^-delimiters are shapes: `feed` runs
+    `shape_step` from index 0 itself; every chunking gives what `_process` gives (a time budget sends `feed` there)
+    and the reference's one-shot result."""
+    spec = TEMPLATES["start_shape"]
+    template = load_template(spec)
+    expected = ref_expected(spec, "", text)
+    for chunks in _chunkings(text):
+        direct = _run(ResponseParser(template, ""), chunks)
+        general = _run(ResponseParser(template, "", time_budget=3600.0), chunks)
+        assert direct == general, (text, chunks)
+        if type(direct[-1][0]) is dict:
+            events = [e for events, _ in direct[:-1] for e in events] + direct[-1][1]
+            got = Outcome(message=direct[-1][0], events=events)
+            assert same_outcome(expected, got), (text, chunks, expected.describe(), got.describe())
+        else:
+            assert expected.error is not None and type(expected.error).__name__ == direct[-1][0], (text, chunks)
+    assert start_steps["calls"], "feed never scanned index 0 itself"
+
+
+@pytest.mark.parametrize("text", ["a < b <= c </call> <call>x</call>", "1 <cal 2 <call>y</ca</call>", "<<<call><</call>"])
+def test_a_chunk_with_a_trigger_but_no_delimiter_takes_the_fast_path(text, monkeypatch):
+    """A chunk holding a first character of a watched literal but neither a whole literal nor one cut off by its
+    end goes to the region as a chunk without one would (no `_process` pass), with the reference's result."""
+    spec = TEMPLATES["literals_and_shape"]
+    template = load_template(spec)
+    expected = ref_expected(spec, "", text)
+    passes = {"n": 0}
+    process = parser_module.ResponseParser._process
+
+    def counted(self, *args, **kwargs):
+        passes["n"] += 1
+        return process(self, *args, **kwargs)
+
+    monkeypatch.setattr(parser_module.ResponseParser, "_process", counted)
+    for chunks in _chunkings(text):
+        direct = _run(ResponseParser(template, ""), chunks)
+        if type(direct[-1][0]) is dict:
+            events = [e for events, _ in direct[:-1] for e in events] + direct[-1][1]
+            got = Outcome(message=direct[-1][0], events=events)
+            assert same_outcome(expected, got), (text, chunks, expected.describe(), got.describe())
+        else:
+            assert expected.error is not None and type(expected.error).__name__ == direct[-1][0], (text, chunks)
+    # A trigger without a delimiter after a literal was consumed: the parser stays on its fast path.
+    parser = ResponseParser(template, "")
+    parser.feed("x")
+    before = passes["n"]
+    assert parser.feed("a < b") == [{"type": "region_chunk", "field": "content", "text": "a < b", "dirty": False}]
+    assert passes["n"] == before and parser._fast is not None
