@@ -733,7 +733,10 @@ class ResponseParser:
         state's finder match at the first unconsumed position, a whole literal that the last scan's deferral
         (`ScanState.still_deferred`) does not hold (`feed`'s held path checked both), or the `Hit` its `shape_step`
         found there."""
-        if self._tail:
+        hit = None
+        if type(first) is Hit:  # (`feed`'s held path ran `shape_step` and found it: committed at once)
+            hit, first = first, None
+        elif self._tail:
             self._join_tail()
         self._fast = self._held = None  # until this pass is done (if it raises, the next feed takes the general path)
         base = self._base
@@ -741,18 +744,17 @@ class ResponseParser:
         watches = self._watch
         timed = ctx.deadline is not None
         while True:
-            if timed:
-                ctx.check()
-            watch = watches[self._current]
-            buf = self._buf
-            pos = self._pos - base
-            if first is not None and watch.literal_owners is None and watch.steps:
-                # `feed`'s held path found a whole literal at ``pos`` that no deferral holds, in a state of literals
-                # and shapes: the `shape_step` branch below, without the tests that lead there (or ran it: a `Hit`).
-                found, first = first, None
-                if type(found) is Hit:
-                    hit = found
-                else:
+            if hit is None:
+                if timed:
+                    ctx.check()
+                watch = watches[self._current]
+                buf = self._buf
+                pos = self._pos - base
+                if first is not None and watch.literal_owners is None and watch.steps:
+                    # A whole literal at ``pos`` that no deferral holds (`feed`'s held path checked), or the next one
+                    # after a commit, in a state of literals and shapes: the `shape_step` branch below, without the
+                    # tests that lead there.
+                    found, first = first, None
                     clock = self._clock
                     if clock is None:
                         clock = self._clock = ScanState()
@@ -760,77 +762,78 @@ class ResponseParser:
                     window = self._state_start - base
                     hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
                                            window if window >= 0 else None, found.group())
-            else:
-                finder = watch.finder
-                if first is not None:
-                    found, first, settled, held = first, None, True, False
                 else:
-                    found = None
-                    settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
-                    if settled:
-                        # One search of the state's literals first: most of the time it settles the scan alone.
-                        found = finder.search(buf, pos)
-                    # Only a delimiter cut off by the buffer edge, or one the last scan held without running its regex
-                    # and would hold again: hold from there, no regex.
-                    held = found is not None and not eos and not as_reference and (
-                        found.group() not in watch.literal_set
-                        or self._clock is not None and self._clock.deferred is not None
-                        and self._clock.still_deferred(buf, found.start(), base, ctx))
-                if settled and found is None:
-                    hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
-                elif held:
-                    hit, hold = None, found.start()
-                elif not watch.delimiters:
-                    hit, hold = None, len(buf)
-                elif found is not None and watch.literal_owners is not None and not as_reference \
-                        and found.group() in watch.literal_set:
-                    hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
-                elif found is None and not pos and watch.start_steps and not as_reference and not eos \
-                        and self._clock is not None and self._clock.deferred is not None \
-                        and self._clock.still_deferred(buf, 0, base, ctx):
-                    hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
-                elif (found is not None or not pos and buf and watch.start_steps and not eos) and watch.steps \
-                        and not as_reference:
-                    # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of them
-                    # shapes), from index 0 itself, once there is text there: a zero-width match at the end of the text
-                    # never fires (the reference stops there), so an empty buffer goes to scan(), which holds it.
-                    clock = self._clock
-                    if clock is None:
-                        clock = self._clock = ScanState()
-                    before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
-                    window = self._state_start - base
-                    if found is not None:
-                        hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
-                                               window if window >= 0 else None, found.group())
+                    finder = watch.finder
+                    if first is not None:
+                        found, first, settled, held = first, None, True, False
                     else:
-                        hit, hold = shape_step(watch, buf, 0, eos, clock, base, ctx, before,
-                                               window if window >= 0 else None)
-                else:
-                    clock = self._clock
-                    if clock is None:
-                        clock = self._clock = ScanState()
-                    scan_base = base
-                    before = ""
-                    if watch.history and self._history_len:
-                        # A lookbehind here may read back to the start of the stream: scan the whole stream.
-                        buf = self._history_text() + buf
-                        pos += self._history_len
-                        scan_base = base - self._history_len
-                    if self._history_len and scan_base == base:
-                        before = self._history_text()  # for the lookbehinds of split delimiters
-                    window = self._state_start - scan_base
-                    if as_reference:
-                        # (split delimiters run the variant their lookbehind selects: `scan_as_reference`)
-                        hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock, scan_base,
-                                                      before, window if window >= 0 else None)
+                        found = None
+                        settled = finder is not None and (pos or not watch.at_start or self._start_settled(watch))
+                        if settled:
+                            # One search of the state's literals first: most of the time it settles the scan alone.
+                            found = finder.search(buf, pos)
+                        # Only a delimiter cut off by the buffer edge, or one the last scan held without running its
+                        # regex and would hold again: hold from there, no regex.
+                        held = found is not None and not eos and not as_reference and (
+                            found.group() not in watch.literal_set
+                            or self._clock is not None and self._clock.deferred is not None
+                            and self._clock.still_deferred(buf, found.start(), base, ctx))
+                    if settled and found is None:
+                        hit, hold = None, len(buf)  # no delimiter can start in the unconsumed text
+                    elif held:
+                        hit, hold = None, found.start()
+                    elif not watch.delimiters:
+                        hit, hold = None, len(buf)
+                    elif found is not None and watch.literal_owners is not None and not as_reference \
+                            and found.group() in watch.literal_set:
+                        hit, hold = literal_step(watch, buf, found.start(), eos)  # a whole literal at found.start()
+                    elif found is None and not pos and watch.start_steps and not as_reference and not eos \
+                            and self._clock is not None and self._clock.deferred is not None \
+                            and self._clock.still_deferred(buf, 0, base, ctx):
+                        hit, hold = None, 0  # a ^-shape still undecided at index 0, as the last scan found
+                    elif (found is not None or not pos and buf and watch.start_steps and not eos) and watch.steps \
+                            and not as_reference:
+                        # From the finder's match; or, at index 0 while ^-delimiters may still match there (all of
+                        # them shapes), from index 0 itself, once there is text there: a zero-width match at the end of
+                        # the text never fires (the reference stops there), so an empty buffer goes to scan(), which
+                        # holds it.
+                        clock = self._clock
+                        if clock is None:
+                            clock = self._clock = ScanState()
+                        before = self._history_text() if self._history_len else ""  # for split delimiters' lookbehinds
+                        window = self._state_start - base
+                        if found is not None:
+                            hit, hold = shape_step(watch, buf, found.start(), eos, clock, base, ctx, before,
+                                                   window if window >= 0 else None, found.group())
+                        else:
+                            hit, hold = shape_step(watch, buf, 0, eos, clock, base, ctx, before,
+                                                   window if window >= 0 else None)
                     else:
-                        hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base, before,
-                                         window if window >= 0 else None)
-                    hold += scan_base - base
-                    if hit is not None and scan_base != base:
-                        # (the hit's offsets are into history + buffer: into the buffer, and its text read now)
-                        hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base,
-                                        hit.captures, buf[hit.start:hit.end] if self._spans else None))
+                        clock = self._clock
+                        if clock is None:
+                            clock = self._clock = ScanState()
+                        scan_base = base
+                        before = ""
+                        if watch.history and self._history_len:
+                            # A lookbehind here may read back to the start of the stream: scan the whole stream.
+                            buf = self._history_text() + buf
+                            pos += self._history_len
+                            scan_base = base - self._history_len
+                        if self._history_len and scan_base == base:
+                            before = self._history_text()  # for the lookbehinds of split delimiters
+                        window = self._state_start - scan_base
+                        if as_reference:
+                            # (split delimiters run the variant their lookbehind selects: `scan_as_reference`)
+                            hit, hold = scan_as_reference(watch, buf, pos, self._origin - scan_base, ctx, clock,
+                                                          scan_base, before, window if window >= 0 else None)
+                        else:
+                            hit, hold = scan(watch, buf, pos, eos, ctx, self._origin - scan_base, clock, scan_base,
+                                             before, window if window >= 0 else None)
+                        hold += scan_base - base
+                        if hit is not None and scan_base != base:
+                            # (the hit's offsets are into history + buffer: into the buffer, and its text read now)
+                            hit = make_hit((hit.delim, hit.start + scan_base - base, hit.end + scan_base - base,
+                                            hit.captures, buf[hit.start:hit.end] if self._spans else None))
             if hit is not None:
                 clock = self._clock
                 if clock is not None:  # a new search begins for every delimiter (`ScanState`'s fields)
@@ -895,6 +898,7 @@ class ResponseParser:
                     seen[commit] = (len(seen), delim)
                 watch = watches[self._current]
                 finder = watch.finder
+                hit = None
                 if eos or as_reference or timed or finder is None or end == base and watch.at_start:
                     continue
                 # The next pass, at once: the clock was just reset (nothing is deferred), so the new state's finder
