@@ -38,18 +38,56 @@ def wrong_count_text(endpoint: str, wanted: list[str], got: int, hidden: list[in
     return f"{takes}; this call sent {got}."
 
 
+class PageToken(gr.Textbox):
+    """The page's token for its session state (`playground.guard.hold`): a hidden text box the server writes and
+    the page echoes with every event that takes the session (`playground.guard.protect` adds it to them, last).
+    Hidden from the API, like the session state: an API client sends no value for it (`PlaygroundBlocks` puts
+    None in its place), and its answers leave it out."""
+
+    is_template = True  # drawn as the Textbox it is
+
+    def __init__(self, **kwargs):
+        super().__init__(value="", visible="hidden", show_label=False, container=False, elem_id="page-token",
+                         **kwargs)
+
+    @property
+    def skip_api(self) -> bool:
+        return True
+
+    def get_config(self, cls: Any = None) -> dict[str, Any]:
+        return super().get_config(cls or gr.Textbox)  # the Textbox's props (``hidden`` included), read as it reads them
+
+
+def _token_slot(block_fn: Any) -> int | None:
+    """Where the page token is among the event's inputs (the last one), or None."""
+    ins = block_fn.inputs
+    return len(ins) - 1 if ins and isinstance(ins[-1], PageToken) else None
+
+
+def _is_token(value: Any) -> bool:
+    from .guard import TOKEN_FORM
+
+    return value is None or value == "" or (isinstance(value, str) and TOKEN_FORM.fullmatch(value) is not None)
+
+
 class PlaygroundBlocks(gr.Blocks):
     """``gr.Blocks`` whose events refuse a wrong number of input values with a `wrong_count_text` ``gr.Error``."""
 
     def validate_inputs(self, block_fn: Any, inputs: list[Any]) -> None:
         # An API call sends the values of the inputs an API caller sees; Gradio has already put a placeholder
         # (None) for each hidden one (the session state) when that count matched, so a right call has them all
-        # here, with None in every hidden slot; a value there is a value too many (see the module doc).
-        hidden = [i for i, b in enumerate(block_fn.inputs) if getattr(b, "skip_api", False)]
-        if len(inputs) != len(block_fn.inputs) or any(inputs[i] is not None for i in hidden):
+        # here, with None in every hidden slot; a value there is a value too many (see the module doc). The page
+        # token (last) is the page's: an API call that leaves it out gets None there, and a value in its place
+        # that is no token is a value too many too.
+        token, got = _token_slot(block_fn), len(inputs)
+        if token is not None and got == token:
+            inputs.append(None)
+        hidden = [i for i, b in enumerate(block_fn.inputs) if getattr(b, "skip_api", False) and i != token]
+        if len(inputs) != len(block_fn.inputs) or any(inputs[i] is not None for i in hidden) \
+                or (token is not None and not _is_token(inputs[token])):
             shown = [b for b in block_fn.inputs if not getattr(b, "skip_api", False)]
             wanted = [html.escape(str(getattr(b, "label", None) or type(b).__name__)) for b in shown]
             endpoint = str(block_fn.api_name or block_fn.name or "this endpoint")
-            raise gr.Error(wrong_count_text(endpoint, wanted, len(inputs), [i + 1 for i in hidden]),
+            raise gr.Error(wrong_count_text(endpoint, wanted, got, [i + 1 for i in hidden]),
                            print_exception=False)
         super().validate_inputs(block_fn, inputs)

@@ -9,7 +9,10 @@
   server); a client that left stops its work quietly;
 * the session's state is registered (`SESSIONS`): its cancel event is set when the client leaves, its run is
   dropped then, and the least recently used sessions' runs are dropped when all of them together hold more
-  than the configured memory.
+  than the configured memory;
+* the page's hold on its session state is checked (`hold`): the page echoes the token its state was issued, and a
+  page whose state the server lost (Gradio evicted it past ``--max-sessions``, it expired, or the server
+  restarted) is told so and redrawn from the fresh state instead of the handler running on a state it never saw.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import secrets
 import threading
 import time
 import weakref
@@ -244,6 +248,53 @@ def start_janitor(demo: Any) -> threading.Thread:
     return thread
 
 
+# ---------------------------------------------------------------- the page's hold on its session state
+
+#: What a page token looks like (`new_token`): the page echoes it, and anything else in its place is refused as a
+#: value sent there by mistake (`playground.api_calls.PlaygroundBlocks`).
+TOKEN_FORM = re.compile(r"[0-9a-f]{32}")
+
+
+def new_token() -> str:
+    """A fresh page token: 32 hex digits (128 random bits)."""
+    return secrets.token_hex(16)
+
+
+def hold(state: Any, sent: Any) -> tuple[bool, str | None]:
+    """Check the page's hold on its session ``state`` (a `playground.state.Session`) from the token the page
+    echoed (``sent``: "" from a page that has not learned it yet; None from an API client, which has no page to
+    keep: it is left out of this, and sent no token).
+
+    Returns ``(run, token)``: whether the handler may run on ``state``, and the token to send the page (None:
+    nothing to send, the page has it). A state without a token gets one. A page that echoes a token ``state``
+    was not issued held a state the server lost (evicted past ``--max-sessions``, expired, or gone with a
+    restarted server) and got this fresh one: ``state.lost()`` makes it say so and redraw every view, and the
+    handler does not run (it would act on a conversation and a run the page never saw). An event the page sent
+    before it learned that (it echoes ``state.lost_token``) does not run either and changes nothing. A few
+    comparisons: nothing measurable per event."""
+    held = state.token
+    if sent is None or (held is not None and sent == held):
+        return True, None
+    with _HOLD_LOCK:  # two events of one page at once: one token issued, one loss said
+        held = state.token
+        if held is None:
+            held = state.token = new_token()
+            if not sent:
+                return True, held
+        elif sent == held:
+            return True, None
+        elif not sent:
+            return True, held  # the page has not learned its token yet (its first answer is on its way)
+        elif sent == state.lost_token:
+            return False, held
+        state.lost_token = sent
+        state.lost()
+        return False, held
+
+
+_HOLD_LOCK = threading.Lock()
+
+
 def request_budget() -> RequestBudget:
     """A clock for the running request under the limits in force, cancelled when its client leaves."""
     return _LIMITS.budget(SESSIONS.cancel_event(_session_hash()))
@@ -287,7 +338,47 @@ def json_type(value: Any) -> str:
 
 
 def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Callable[[str], Any],
-             sizes: tuple[tuple, ...] = ()) -> Callable:
+             sizes: tuple[tuple, ...] = (), held: tuple[int, int, int | None] | None = None) -> Callable:
+    """``fn`` guarded (see `protect`). ``held``: (where the session state is among ``fn``'s positional arguments,
+    where the page token is, which output the session goes to or None): the token is taken out of the arguments
+    and checked (`hold`), and its answer is the last output (``n_outputs`` counts it)."""
+    n_own = n_outputs - 1 if held is not None else n_outputs
+
+    def take_token(args):
+        """(args without the token, whether to run, the token output)."""
+        if held is None:
+            return args, True, None
+        state_at, token_at, _ = held
+        sent = args[token_at] if token_at < len(args) else None
+        args = args[:token_at] + args[token_at + 1:]
+        state = args[state_at] if state_at < len(args) else None
+        if not hasattr(state, "lost"):
+            return args, True, None
+        run, token = hold(state, sent)
+        return args, run, token
+
+    def with_token(out, token):
+        """The handler's output(s) and the token's: a tuple of ``n_outputs``, or the single value."""
+        if held is None:
+            return out
+        import gradio as gr
+
+        tok = token if token is not None else gr.skip()
+        if n_own == 0:
+            return tok
+        if n_own == 1:
+            return (out, tok)
+        return (*out, tok)
+
+    def not_run(args, token):
+        """What a handler that did not run sends: the token, the session state (to keep it), nothing else."""
+        import gradio as gr
+
+        out = [gr.skip()] * n_own
+        if held[2] is not None:
+            out[held[2]] = args[held[0]]
+        return with_token(out[0] if n_own == 1 else tuple(out), token)
+
     def check_sizes(args):
         for i, what, limit_name, *hint in sizes:
             if i >= len(args) or args[i] is None:
@@ -297,15 +388,15 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
             if limit_name is not None:  # None: the handler checks this size itself
                 _LIMITS.check_size(what, args[i], limit_name, *hint)
 
-    def failure(exc: BaseException):
+    def failure(exc: BaseException, token: str | None = None):
         import gradio as gr
 
         msg = message_for(exc)
         if message_index is None:
             raise gr.Error(msg)
-        out = [gr.skip()] * n_outputs
+        out = [gr.skip()] * n_own
         out[message_index] = show(msg)
-        return out[0] if n_outputs == 1 else tuple(out)
+        return with_token(out[0] if n_own == 1 else tuple(out), token)
 
     def register(args, kwargs):
         h = _session_hash()
@@ -316,15 +407,20 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def generator(*args, **kwargs):
+            args, run, token = take_token(args)
+            if not run:
+                yield not_run(args, token)
+                return
             args, kwargs = clean(args), clean(kwargs)
             try:
                 check_sizes(args)
                 for out in fn(*args, **kwargs):
-                    yield clean(out)
+                    yield with_token(clean(out), token)
+                    token = None
             except RequestCancelled:
                 return
             except Exception as exc:  # noqa: BLE001 - a message, never a traceback or a bare "Error"
-                yield failure(exc)
+                yield failure(exc, token)
             finally:
                 register(args, kwargs)
 
@@ -332,16 +428,19 @@ def _guarded(fn: Callable, n_outputs: int, message_index: int | None, show: Call
 
     @functools.wraps(fn)
     def plain(*args, **kwargs):
+        args, run, token = take_token(args)
+        if not run:
+            return not_run(args, token)
         args, kwargs = clean(args), clean(kwargs)
         try:
             check_sizes(args)
-            return clean(fn(*args, **kwargs))
+            return with_token(clean(fn(*args, **kwargs)), token)
         except RequestCancelled:
             import gradio as gr
 
             return gr.skip() if n_outputs <= 1 else (gr.skip(),) * n_outputs
         except Exception as exc:  # noqa: BLE001
-            return failure(exc)
+            return failure(exc, token)
         finally:
             register(args, kwargs)
 
@@ -363,7 +462,7 @@ def _argument_positions(fn: Callable, n_inputs: int) -> list[int]:
 
 
 def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
-            sizes: dict[Any, tuple[str, str]] | None = None) -> None:
+            sizes: dict[Any, tuple[str, str]] | None = None, held: tuple[Any, Any] | None = None) -> None:
     """Wrap every event handler of ``demo`` (a built ``gr.Blocks``) with the guard.
 
     ``messages``: output components that can show a message, each with the function that formats one (for
@@ -375,13 +474,25 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
     send any text to any handler, not only to the one that usually checks it). A handler whose function has
     ``checks_own_sizes`` (a tuple of `Limits` fields) checks those itself, to say where the user looks why a
     text was refused (the editor's box); the guard still refuses a value that is not text.
+    ``held``: (the session ``gr.State``, the page token component, `playground.api_calls.PageToken`): every event
+    that takes the session in takes the token in and sends it out too (added here, last, so no event is left
+    out), and `hold` checks it before the handler runs.
     """
     ids = {getattr(c, "_id", None): show for c, show in messages.items()}
     limited = {getattr(c, "_id", None): rule for c, rule in (sizes or {}).items()}
+    state_id, token = (held[0]._id, held[1]) if held is not None else (None, None)
+    rewired = False
     for block_fn in demo.fns.values():
         fn = getattr(block_fn, "fn", None)
         if fn is None or getattr(fn, "_guarded", False):
             continue
+        ins = list(getattr(block_fn, "inputs", []) or [])
+        checked = (token is not None and not getattr(block_fn, "inputs_as_dict", False)
+                   and any(getattr(c, "_id", None) == state_id for c in ins))
+        if checked and token not in ins:
+            block_fn.inputs = [*ins, token]
+            block_fn.outputs = [*(getattr(block_fn, "outputs", []) or []), token]
+            rewired = True
         outputs = list(getattr(block_fn, "outputs", []) or [])
         index = next((i for i, c in enumerate(outputs) if getattr(c, "_id", None) in ids), None)
         show = ids[outputs[index]._id] if index is not None else str
@@ -391,6 +502,15 @@ def protect(demo: Any, messages: dict[Any, Callable[[str], Any]],
         checks = tuple((where[i], what, None if limit_name in own else limit_name, *hint)
                        for i, c in enumerate(inputs) if getattr(c, "_id", None) in limited
                        for what, limit_name, *hint in (limited[c._id],))
-        wrapped = _guarded(fn, len(outputs), index, show, checks)
+        hold_at = None
+        if checked:
+            state_at = next(i for i, c in enumerate(inputs) if getattr(c, "_id", None) == state_id)
+            token_at = where[len(inputs) - 1]
+            # the state's place once the token is taken out (it comes last, after every input)
+            state_out = next((i for i, c in enumerate(outputs) if getattr(c, "_id", None) == state_id), None)
+            hold_at = (where[state_at] - (where[state_at] > token_at), token_at, state_out)
+        wrapped = _guarded(fn, len(outputs), index, show, checks, hold_at)
         wrapped._guarded = True
         block_fn.fn = wrapped
+    if rewired and getattr(demo, "config", None) is not None:
+        demo.config = demo.get_config_file()  # the page's config lists each event's inputs and outputs

@@ -27,11 +27,11 @@ from .library import SKELETON_CHOICE, TOKENIZER_CHOICE, example_run, example_tra
 from .limits import Limits, cut_message
 from .reference import reference_check
 from .session import SKELETON_TEMPLATE, LiveParse, Run, field_name_hints, parse_run, parse_tools, template_to_text
-from .state import Origin, Session, tool_call_name
+from .state import SESSION_LOST_NOTE, Origin, Session, tool_call_name
 from .streaming import PREVIEW_INTERVAL, Pacer, Throttle, live_preview, stream_views
 
 __all__ = ["PageConfig", "ChatSettings", "ExportOutcome", "edit_template", "pick_library", "confirm_replace",
-           "keep_edits", "restore_editor", "load_model", "send_user", "send_tool", "stop", "clear_chat",
+           "keep_edits", "restore_editor", "after_lost_session", "load_model", "send_user", "send_tool", "stop", "clear_chat",
            "paste_parse", "paste_replay", "replay_last", "example_replay", "export", "move_window", "inspect",
            "parse_timeline_start", "check_against_reference"]
 
@@ -391,6 +391,27 @@ def restore_editor(sess: Session, text: Any, page: PageConfig) -> Session:
         return sess
     sess.restore(text, Origin("browser", ""))
     sess.say(restored, "info", "template")
+    return sess
+
+
+def after_lost_session(sess: Session, text: Any, page: PageConfig) -> Session:
+    """The page learned a new token for its session state (`playground.guard.hold`): at its first event, or after
+    its state was lost (`Session.lost`), when the editor's text, which the page kept, becomes this state's template
+    (`Session.adopt_editor`; over this server's size limit it is refused unread, as a typed one is). The page then
+    redraws every view that changed: after a loss, all of them but the editor."""
+    if not sess.editor_unknown:
+        return sess
+    if not isinstance(text, str):
+        sess.editor_unknown = False
+        return sess
+    try:
+        page.limits.check_size("The template", text, "max_template_chars")
+    except ValueError as exc:
+        sess.adopt_editor(sess.template_text)
+        sess.refuse_edit(str(exc))
+        sess.say(f"{sess.notice.text} {SESSION_LOST_NOTE}", "error", "session")
+        return sess
+    sess.adopt_editor(text)
     return sess
 
 

@@ -41,6 +41,14 @@ run: the current Run and its parse, phase empty | streaming | done | stopped | c
     reparse(view, check) (a template edit: same run, new parse);  drop_run() (memory, client left) -> empty
     A run that started with one template and ends after the editor changed is re-parsed with the editor's.
 
+session: the page's hold on this state
+    ``token`` (issued by `playground.guard` at the page's first event and echoed by the page with every event
+    after it); a page that echoes a token this state never issued had a state the server lost (Gradio evicted it
+    past ``--max-sessions``, it expired, or the server restarted) and was given this fresh one:
+    lost()         every view is redrawn from this state (the page still shows the lost one's), saying so; the
+                   editor is not, and its text is taken next (``editor_unknown``)
+    adopt_editor(text)  the page's editor text becomes the template (as edits: a replacement asks first)
+
 notice: the status line: text, kind (info, ok, error), topic. A change of a topic replaces the notice about it
     (an edit of the template replaces "Loaded the library template for qwen3"). The template's validity is said
     where it changes (`Session.edit`): an edit that breaks it says so; one that fixes it replaces the notice
@@ -59,7 +67,7 @@ from .jsonsize import json_size
 from .session import (NBYTES_MESSAGE_CHARS, SKELETON_TEMPLATE, ParseView, Run, compiled_template, keep_parse,
                       template_to_text)
 
-__all__ = ["Origin", "Notice", "Pending", "Session", "TEMPLATE_ERROR_NOTE", "TEMPLATE_STALE_NOTE", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
+__all__ = ["Origin", "Notice", "Pending", "Session", "SESSION_LOST_NOTE", "TEMPLATE_ERROR_NOTE", "TEMPLATE_STALE_NOTE", "TOOL_CALL_KEY", "model_in_use", "tool_call_name"]
 
 TOOL_CALL_KEY = "tool_calls"  # the message key the chat answers with tool results (what chat templates read)
 RUN_PHASES = ("empty", "streaming", "done", "stopped", "cut", "failed")
@@ -128,6 +136,15 @@ class Pending:
 TEMPLATE_ERROR_NOTE = "The template has an error (see below the editor)."
 TEMPLATE_STALE_NOTE = " Nothing was re-parsed: the page shows the last valid template's parse."
 
+#: The status line once the page learns that its session on the server was lost (`Session.lost`), and the note the
+#: emptied timeline shows (and "Replay last run" says) until the next run.
+SESSION_LOST_NOTE = ("This page's session on the server expired (it was idle too long, made room for newer "
+                     "sessions, or the server restarted): its run and conversation are gone, so the page was "
+                     "cleared; the template in the editor is kept. What you just did was not carried out: do it "
+                     "again.")
+SESSION_LOST_RUN_NOTE = ("The run this page showed is gone: its session on the server expired. Chat, paste or "
+                         "replay an example.")
+
 _NO_RUN = (None, None, None, "empty")  # Session._before_run when no stream is going
 
 _VERSIONED = ("notice", "editor", "template", "chat", "inbox", "phase", "run", "frame", "preview", "window",
@@ -174,6 +191,11 @@ class Session:
         # notice and one-shot values for input boxes
         self.notice = Notice()
         self.inbox: dict[str, str] = {}
+        # the page's hold on this state (`playground.guard`): the token issued to it, the token of a lost state a
+        # page echoed here, and whether the page's editor text is still to be taken in (`lost`)
+        self.token: str | None = None
+        self.lost_token: str | None = None
+        self.editor_unknown = False
         self.versions = dict.fromkeys(_VERSIONED, 0)
         self.shown: dict[str, tuple] = {}
         self._check_template()
@@ -203,8 +225,9 @@ class Session:
 
     @property
     def edited(self) -> bool:
-        """Whether the editor holds edits its origin did not give (unsaved work a replacement would lose)."""
-        return self.template_text != self.baseline
+        """Whether the editor holds edits its origin did not give (unsaved work a replacement would lose); while
+        the page's editor text after a lost session is not known yet (`lost`), it may hold any: counted as edits."""
+        return self.template_text != self.baseline or self.editor_unknown
 
     def _check_template(self) -> None:
         self.refused = False
@@ -294,6 +317,29 @@ class Session:
             self.baseline = baseline
         else:
             self.baseline = ""  # edits of a template this page did not give: kept as edits
+        self.touch("template")
+
+    # ------------------------------------------------------------------ the page's hold on this state
+
+    def lost(self) -> None:
+        """This fresh state replaces one the server lost while its page still showed it (`playground.guard`
+        found the page's token unknown): every view but the editor is redrawn from it, the status line and the
+        emptied timeline say what happened (`SESSION_LOST_NOTE`), and the page's editor text, which the page
+        kept, is to be taken in (`adopt_editor`; until then the editor counts as edited)."""
+        self.editor_unknown = True
+        self.note = SESSION_LOST_RUN_NOTE
+        self.say(SESSION_LOST_NOTE, "error", "session")
+        self.touch(*(part for part in _VERSIONED if part != "editor"))
+
+    def adopt_editor(self, text: str) -> None:
+        """After `lost`: ``text``, what the page's editor holds, becomes the template (counted as edits, as a
+        restored copy is: a library pick asks before replacing it); the editor itself is not redrawn."""
+        self.editor_unknown = False
+        if text == self.template_text:
+            self.touch("template")
+            return
+        self.template_text, self.origin, self.baseline, self.pending = text, Origin("browser"), "", None
+        self._check_template()
         self.touch("template")
 
     # ------------------------------------------------------------------ model

@@ -339,6 +339,14 @@ def _wire(p: _Page, demo: gr.Blocks, page: PageConfig, default_model: str) -> No
     # page load the page's script puts it back into the editor, then the server reads it
     p.editor.input(None, [p.editor], [p.editor_kept], js=theme.SAVE_EDITOR_JS, queue=False,
                    show_progress="hidden")
+    # the page's token for its session state (`guard.hold`): learned at the first event, and new when the state was
+    # lost; then the editor's text, which the page kept, is taken in and every view drawn from the fresh state
+    def after_lost_session(sess, text):
+        return handlers.after_lost_session(sess, text, page)
+
+    adopted = plain(after_lost_session)
+    adopted.checks_own_sizes = ("max_template_chars",)
+    on(p.token.change, adopted, [p.editor], show_progress="hidden")
     restored = plain(restore_editor)
     restored.checks_own_sizes = ("max_template_chars",)  # an over-cap copy is restored and said under the editor
     loaded = demo.load(None, [p.editor], [p.editor], js=theme.LOAD_EDITOR_JS, queue=False, show_progress="hidden")
@@ -477,6 +485,7 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
     p = _Page()
     with api_calls.PlaygroundBlocks(title="Response Template Playground", delete_cache=(600, 600)) as demo:
         p.session = gr.State(sess, time_to_live=limits.session_ttl, delete_callback=_forget_session)
+        p.token = api_calls.PageToken()  # echoed with every event that takes the session (`guard.protect`)
         _render_header(p)
         _render_model_row(p, sess, default_model, remotes, allow_any_remote)
         with gr.Row():
@@ -503,7 +512,8 @@ def build_ui(default_model: str | None = None, trust_remote_code: bool = False,
                          p.paste_raw: ("The pasted output", "max_paste_chars"),
                          p.paste_prefix: ("The prompt prefix", "max_prefix_chars"),
                          p.paste_tools: ("The tools JSON", "max_tools_chars"),
-                         p.tools_code: ("The tools JSON", "max_tools_chars"), **p.ctx.sizes})
+                         p.tools_code: ("The tools JSON", "max_tools_chars"), **p.ctx.sizes},
+                  held=(p.session, p.token))
     guard.start_janitor(demo)  # closed and expired sessions forgotten, with Gradio's copies of their values
     return demo
 
