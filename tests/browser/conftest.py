@@ -25,8 +25,8 @@ def model_dir(tmp_path_factory):
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", stop_on_eos=False))
 
 
-def launch(demo, concurrency: int = 8) -> str:
-    """Launch ``demo`` in-process on a free loopback port; returns its URL.
+def launch(demo, concurrency: int = 8, **extra) -> str:
+    """Launch ``demo`` in-process on a free loopback port (``extra``: more ``launch`` arguments); returns its URL.
 
     Gradio checks that the new server answers with one 3-second request; on this shared machine under load the
     first page can take longer, and the launch then fails with "localhost is not accessible": try again on a
@@ -39,7 +39,7 @@ def launch(demo, concurrency: int = 8) -> str:
         port = _free_port()
         try:
             demo.launch(server_name="127.0.0.1", server_port=port, ssr_mode=False, prevent_thread_lock=True,
-                        quiet=True, **launch_kwargs())
+                        quiet=True, **launch_kwargs(), **extra)
             return demo.local_url or f"http://127.0.0.1:{port}/"
         except ValueError as e:
             if "localhost is not accessible" not in str(e) or attempt == 2:
