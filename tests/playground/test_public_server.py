@@ -81,8 +81,9 @@ def _join_body(url: str, api_name: str, data: list, session: str) -> str:
     config = httpx.get(url + "config", timeout=30).json()
     dep = next(d for d in config["dependencies"] if d.get("api_name") == api_name.lstrip("/"))
     states = {c["id"] for c in config["components"] if c.get("type") == "state"}
-    values = iter(data)
-    full = [None if i in states else next(values) for i in dep["inputs"]]
+    token = {c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "page-token"}
+    values = iter(data)  # the session state: None (the page never holds it); the page's token: "" (a new page's)
+    full = [None if i in states else "" if i in token else next(values) for i in dep["inputs"]]
     return json.dumps({"data": full, "fn_index": dep["id"], "session_hash": session, "event_data": None,
                        "trigger_id": None}, ensure_ascii=True)
 

@@ -51,8 +51,10 @@ def _paste_join(url: str, session_hash, visitor: str, raw: str = "@hello") -> ht
     config = httpx.get(url + "config", timeout=30).json()
     dep = next(d for d in config["dependencies"] if d.get("api_name") == "paste_parse")
     states = {c["id"] for c in config["components"] if c.get("type") == "state"}
-    values = iter([raw, "", "", TEMPLATE])
-    body = {"data": [None if i in states else next(values) for i in dep["inputs"]], "fn_index": dep["id"],
+    token = {c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "page-token"}
+    values = iter([raw, "", "", TEMPLATE])  # the page's token: "" (a new page's)
+    body = {"data": [None if i in states else "" if i in token else next(values) for i in dep["inputs"]],
+            "fn_index": dep["id"],
             "session_hash": session_hash, "event_data": None, "trigger_id": None}
     return httpx.post(url + "gradio_api/queue/join", content=json.dumps(body), timeout=60,
                       headers={"content-type": "application/json", "x-forwarded-for": visitor})
