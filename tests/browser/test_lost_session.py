@@ -22,13 +22,19 @@ LOST = "This page's session on the server expired"
 
 
 @pytest.fixture(scope="module")
-def app_url(model_dir):
-    """The app for this module's pages (the `scheme_page` fixture's), keeping at most `CAPACITY` sessions."""
+def app(model_dir):
+    """(the app, its URL) for this module's pages, keeping at most `CAPACITY` sessions."""
     from playground.ui import build_ui
 
     demo = build_ui(model_dir)
-    yield launch(demo, state_session_capacity=CAPACITY)
+    yield demo, launch(demo, state_session_capacity=CAPACITY)
     demo.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(app):
+    """The URL the `page` and `scheme_page` fixtures open: this module's app."""
+    return app[1]
 
 
 def _evict(url: str, n: int = CAPACITY + 2) -> None:
@@ -83,3 +89,22 @@ def test_a_page_whose_session_was_evicted_says_so_and_shows_nothing_of_it(scheme
     wait_status(page, "Done", timeout=120000)
     chat = page.inner_text("#chatbot")  # the new turn and its answer, nothing of the old ones
     assert "Again" in chat and "Hi there" not in chat, chat
+
+
+def test_a_page_whose_session_expired_says_so_at_its_next_action(page, app):
+    """The janitor forgets a session idle past ``--session-ttl`` (`guard.sweep`, run here as if that time had
+    passed): the page's next action, a paste parse here, is not carried out and says why."""
+    import time
+
+    from playground import guard
+
+    demo, _url = app
+    paste_and_parse(page, RAW, PREFIX)
+    assert guard.sweep(demo, now=time.time() + guard.limits().session_ttl + 60) >= 1
+    page.fill("#paste-raw textarea", "Hello<|im_end|>")
+    page.click("#paste-parse")
+    wait_status(page, LOST)
+    wait_text(page, "#timeline", "The run this page showed is gone")
+    assert page.locator(FINAL).count() == 0
+    page.click("#paste-parse")  # done again, it is carried out
+    wait_status(page, "Parsed 15 characters.")
