@@ -114,7 +114,7 @@ def _generated(transform: Any) -> Callable[[dict], Any]:
     """One function building ``transform`` as a display: keys are literals (``repr`` of a str is one), every other
     constant and every placeholder path is a global of the function's own namespace, so no template text is ever
     source code."""
-    names: dict[str, Any] = {"_resolve": resolve_placeholder, "__builtins__": {}}
+    names: dict[str, Any] = {"_resolve": resolve_placeholder, "_type": type, "_dict": dict, "__builtins__": {}}
 
     def constant(value: Any) -> str:
         name = f"_c{len(names)}"
@@ -130,9 +130,19 @@ def _generated(transform: Any) -> Callable[[dict], Any]:
             whole = PLACEHOLDER.fullmatch(node)
             if whole:
                 path = constant(whole.group(1))
-                if "." not in whole.group(1):  # as the closure below: the variable, else resolve's error
+                root, *keys = whole.group(1).split(".")
+                if not keys:  # as the closure below: the variable, else resolve's error
                     return f"(scope[{path}] if {path} in scope else _resolve({path}, scope))"
-                return f"_resolve({path}, scope)"
+                # ``name.key.key``: each step a plain dict holding the key, read inline (a call to `_resolve` cost
+                # about as much as the rest of a tool call's transform); anything else goes to `_resolve`, for
+                # its value (a dict subclass) or its error. (``_v``: each placeholder's own, read as soon as set.)
+                steps = [f"_type(_v := scope.get({constant(root)})) is _dict"]
+                for n, key in enumerate(keys):
+                    key_name = constant(key)
+                    steps.append(f"{key_name} in _v")
+                    if n < len(keys) - 1:
+                        steps.append(f"_type(_v := _v[{key_name}]) is _dict")
+                return f"(_v[{key_name}] if {' and '.join(steps)} else _resolve({path}, scope))"
         return constant(node)
 
     exec(f"def make_transform(scope):\n    return {source(transform)}\n", names)  # noqa: S102 - see above
