@@ -223,9 +223,10 @@ def _tags_object(matches: list, key_group: int, value_group: int | None, value_p
 def xml_inline_reader(args: Any) -> Callable[[str, ParseContext], dict] | None:
     """``lambda body, ctx: parse_xml_inline(body, args, ctx)`` for ``args`` read once (a field's ``content_args``,
     read when its template is first parsed) where they are a dict with a string ``tag_pattern``: the same value and
-    errors, without reading the arguments again at every region close. The pattern is still read at each call
-    (`_tag_pattern`, kept per pattern text: compiled at the first close, as `parse_xml_inline` does); one refused,
-    or without a ``key`` group, goes to `parse_xml_inline` for its error. None for any other ``args``."""
+    errors, without reading the arguments again at every region close. The pattern is read at the first close
+    (`_tag_pattern`: compiled then, as `parse_xml_inline` does, inside that close's time budget) and kept by the
+    reader from then on, as the template keeps its delimiters' patterns; one refused, or without a ``key`` group,
+    goes to `parse_xml_inline` for its error at every close. None for any other ``args``."""
     if type(args) is not dict:
         return None
     tag_pattern = args.get("tag_pattern")
@@ -233,11 +234,16 @@ def xml_inline_reader(args: Any) -> Callable[[str, ParseContext], dict] | None:
         return None
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
+    read_once = None  # `_tag_pattern`'s answer, once it compiled a usable pattern (the first close that reads it)
 
     def read(body: str, ctx: ParseContext) -> dict:
-        compiled, why, key_group, value_group = _tag_pattern(tag_pattern)  # (regex.error as parse_xml_inline's)
-        if why is not None or key_group is None:
-            return parse_xml_inline(body, args, ctx)
+        nonlocal read_once
+        if read_once is None:
+            read_once = _tag_pattern(tag_pattern)  # (regex.error as parse_xml_inline's: kept only once it compiles)
+            if read_once[1] is not None or read_once[2] is None:
+                read_once = None
+                return parse_xml_inline(body, args, ctx)
+        compiled, _, key_group, value_group = read_once
         matches = run_regex(compiled, "finditer", body, limits=ctx, field=ctx.field, role=f"{ctx.path}tag_pattern",
                             source=tag_pattern)
         return _tags_object(matches, key_group, value_group, value_parser, merge, ctx, tag_pattern)
