@@ -52,6 +52,8 @@ PREFIX_STATES = 32
 
 # The implicit region's captures (none): shared, for captures are only ever read (`_build_value` copies them).
 _NO_CAPTURES: dict = {}
+# `_close_current`'s value where none was built (a region error with ``recover``, or a join past its budget).
+_UNBUILT = object()
 
 _PREFIX_REQUIRED = (
     # transformers 5.23's text, to the letter (callers match on it)
@@ -170,10 +172,25 @@ _DEFAULT_LIMITS = _limits_for(DEFAULT_REGEX_TIMEOUT)
 _KEPT_FIELD_NAME = 256
 
 
+# Field name -> ``_DEFAULT_LIMITS.for_field(name)``: most parsers' contexts, found without hashing a context (its
+# dataclass hash is a Python call). Kept as `_kept_field_context`'s are (1,024 names, each at most
+# `_KEPT_FIELD_NAME` characters).
+_DEFAULT_FIELD_CONTEXTS: dict[str, ParseContext] = {}
+
+
 def _field_context(ctx: ParseContext, field: str) -> ParseContext:
     """``ctx.for_field(field)``, made once per field (without a deadline, contexts repeat across parsers); kept for
     1,024 fields whose names are at most `_KEPT_FIELD_NAME` characters long."""
-    return _kept_field_context(ctx, field) if len(field) <= _KEPT_FIELD_NAME else ctx.for_field(field)
+    if len(field) > _KEPT_FIELD_NAME:
+        return ctx.for_field(field)
+    if ctx is _DEFAULT_LIMITS:
+        made = _DEFAULT_FIELD_CONTEXTS.get(field)
+        if made is None:
+            made = ctx.for_field(field)
+            if len(_DEFAULT_FIELD_CONTEXTS) < 1024:
+                _DEFAULT_FIELD_CONTEXTS[field] = made
+        return made
+    return _kept_field_context(ctx, field)
 
 
 @lru_cache(maxsize=1024)
@@ -994,11 +1011,12 @@ class ResponseParser:
         if current is not None:
             field = self._fields[current]
             raw = "".join(self._body) if not self._body_blocks else "".join(self._body_blocks) + "".join(self._body)
-            built = True
             text = self._text[current]
             if text is not None:
                 value = text(raw)  # a text field without a transform (str.strip or str: never raises)
-            elif self._recover:
+            elif not self._recover:
+                value = self._build_value(field, raw)
+            else:
                 try:
                     value = self._build_value(field, raw)
                 except BudgetExceededError:
@@ -1006,31 +1024,33 @@ class ResponseParser:
                 except Exception as exc:  # noqa: BLE001 - any failure of a region's value is reported on it
                     self._emit(events, {"type": "region_error", "field": current,
                                         "message": f"{type(exc).__name__}: {exc}", "raw": raw}, start, end)
-                    built = False
-            else:
-                value = self._build_value(field, raw)
+                    value = _UNBUILT
             join = field.join
-            if built and join is not None and self._join_budget is not None:
+            if join is not None and self._join_budget is not None and value is not _UNBUILT:
                 # Count the characters the join adds against ``max_join_chars`` (an int, not a `ValuesBudget`:
                 # most parses join once or twice): the value, and the join before it after the first match.
                 added = len(value) if self._output.get(current) is None else len(join) + len(value)
                 if added <= self._join_budget:
                     self._join_budget -= added
-                else:
-                    built = self._join_over(events, field, raw, start, end)
-            if built:
+                elif not self._join_over(events, field, raw, start, end):
+                    value = _UNBUILT
+            if value is not _UNBUILT:
                 # Store the value (a region close runs cold: steps inline, not in calls).
                 output = self._output
-                if join is not None:
-                    self._join_store(current, join, value)
-                elif field.repeats:
-                    output.setdefault(current, []).append(value)
+                if join is None:
+                    if field.repeats:
+                        output.setdefault(current, []).append(value)
+                    else:
+                        output[current] = value
+                elif output.get(current) is None:
+                    output[current] = value  # (`_join_store`'s first match, inline: most fields join once)
                 else:
-                    output[current] = value
-                event = {"type": "region_close", "field": current, "value": value}
+                    self._join_store(current, join, value)
                 if self._spans:
-                    event["start"], event["end"] = start, end
-                events.append(event)
+                    events.append({"type": "region_close", "field": current, "value": value, "start": start,
+                                   "end": end})
+                else:
+                    events.append({"type": "region_close", "field": current, "value": value})
         # Back to the implicit region.
         self._current = self._implicit  # (`_process` sets the new state's fast path once nothing is held)
         self._captures = _NO_CAPTURES
@@ -1091,6 +1111,17 @@ class ResponseParser:
             make = field.transform_fn
             if make is not None and not field.transform_each and self._ctx.values is None:
                 value = make({**self._captures, "content": value})  # `transform_value`'s first case, inlined
+            elif make is not None and type(value) is list and self._ctx.values is None and self._ctx.deadline is None:
+                # `transform_value`'s ``transform_each`` case, inlined for a list of plain objects (any other item:
+                # `transform_value` again from the start, for its value or error; `make` builds anew, changes nothing)
+                captures = self._captures
+                out = []
+                for item in value:
+                    if type(item) is not dict:
+                        out = transform_value(value, field, captures, self._ctx)
+                        break
+                    out.append(make({**captures, **item}))
+                value = out
             else:
                 value = transform_value(value, field, self._captures, self._ctx)
         if self._tool_params and type(value) is not str:  # (text never holds a tool call)
@@ -1104,7 +1135,10 @@ class ResponseParser:
         ctx = self._ctx
         name = field.name
         if self._dirty[name]:  # the structured parsers run regexes and name the field in their errors
-            ctx = _field_context(ctx, name) if ctx.deadline is None else ctx.for_field(name)
+            if ctx is _DEFAULT_LIMITS:  # (`_field_context`'s first look, inline)
+                ctx = _DEFAULT_FIELD_CONTEXTS.get(name) or _field_context(ctx, name)
+            else:
+                ctx = _field_context(ctx, name) if ctx.deadline is None else ctx.for_field(name)
         reader = self._plan.readers[name]
         if reader is not None:
             return reader(raw, ctx)
