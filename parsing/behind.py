@@ -35,8 +35,8 @@ import regex
 
 from .regex_cost import compile_pattern
 
-from .shapes import (START, _Choice, _class_within, _classes_disjoint, _expanded, _NotAShape, _Run, _sequence,
-                     join_literals)
+from .shapes import (_TEMPLATE_BUDGET, MAX_COMPILED_ITEMS, START, _Choice, _class_within, _classes_disjoint,
+                     _expanded, _NotAShape, _Run, _sequence, _Writer, join_literals)
 
 # At most this many alternatives once choices are written out (a body with more keeps the regex).
 MAX_ALTERNATIVES = 16
@@ -96,9 +96,15 @@ class LookbehindReader:
         anchored: heads of the tail alternatives that start with ``^`` (`_forward_end` gives their one end).
         outside, inside: the tail's runs ``[^SET]*`` and ``[^"\\\\]*`` (stdlib), as
             `parsing.template.balanced_quotes` makes them.
+        backward_only: no tail alternative: a reading looks back from the position over the literals and runs that
+            end there only (nothing read from a region's start): about as cheap as deciding the alternatives the
+            lookbehind guards (`parsing.scanner._variant` then reads it without deciding them first).
+        read: ``read(buf, lo, at)``, whether one of ``backward`` holds at ``at`` in ``buf[lo:]``: their steps written
+            out as one Python function (`_written_reader`; None: past the template's code budget, `_Back.holds`
+            reads them).
     """
 
-    __slots__ = ("backward", "literals", "anchored", "outside", "inside")
+    __slots__ = ("backward", "literals", "anchored", "outside", "inside", "backward_only", "read")
 
     def __init__(self, backward: tuple, literals: tuple, anchored: tuple, outside, inside) -> None:
         self.backward = backward
@@ -106,15 +112,22 @@ class LookbehindReader:
         self.anchored = anchored
         self.outside = outside
         self.inside = inside
+        self.backward_only = not literals and not anchored
+        self.read = _written_reader(backward) if backward else None
 
     def holds(self, buf: str, lo: int, at: int, base: int, memo: dict, key: object) -> bool:
         """Whether the lookbehind holds at ``at`` when ``regex`` runs it on ``buf[lo:]`` (``lo <= at <=
         len(buf)``). ``memo`` (a `parsing.scanner.ScanState`'s ``quotes``) keeps, under keys made from ``key``,
         where the tail's readings stand (stream offsets; ``base`` is that of ``buf[0]``), so the candidates of one
         region read each character a bounded number of times."""
-        for alternative in self.backward:
-            if alternative.holds(buf, lo, at):
+        read = self.read
+        if read is not None:
+            if read(buf, lo, at):
                 return True
+        else:
+            for alternative in self.backward:
+                if alternative.holds(buf, lo, at):
+                    return True
         if not self.literals and not self.anchored:
             return False
         from . import scanner  # (scanner imports the template module, which imports this one)
@@ -142,6 +155,60 @@ class LookbehindReader:
             if states & scanner._OUT:
                 return True
         return False
+
+
+def _written_reader(backward: tuple):
+    """``read(buf, lo, at)``: whether one of the alternatives ``backward`` (`_Back`) holds at ``at`` in ``buf[lo:]``,
+    as `_Back.holds` reads each, written out as one function (no call and no step dispatch per alternative); the
+    template's items code budget (`parsing.shapes.CodeBudget`) pays for its steps as for a shape's. None past it."""
+    size = sum(len(alternative.steps) for alternative in backward)
+    budget = _TEMPLATE_BUDGET.get()
+    if size > MAX_COMPILED_ITEMS or budget is not None and budget.compile_left < size:
+        return None
+    if budget is not None:
+        budget.compile_left -= size
+    w = _Writer()
+    w.emit(0, "def read(buf, lo, at):")
+    for alternative in backward:
+        w.emit(1, "while True:  # an alternative: break = it does not hold")
+        w.emit(2, "q = at")
+        for kind, value, arg in alternative.steps:
+            if kind == "lit":
+                w.emit(2, f"if not buf.endswith({w.const(value)}, lo, q):")
+                w.emit(3, "break")
+                w.emit(2, f"q -= {len(value)}")
+            elif kind == "start":
+                w.emit(2, "if q == lo:")
+                w.emit(3, "return True")
+                w.emit(2, "break")
+            else:
+                least, before = arg
+                w.emit(2, f"j = {w.const(value)}(buf, lo, q).start()")
+                how = before[0]
+                if how == "none":
+                    w.emit(2, f"if q - j >= {least}:")
+                    w.emit(3, "return True")
+                    w.emit(2, "break")
+                elif how == "start":
+                    w.emit(2, f"if j == lo and q - j >= {least}:")
+                    w.emit(3, "return True")
+                    w.emit(2, "break")
+                elif how == "find":
+                    literal = before[1]
+                    w.emit(2, f"stop = q - {least}  # (never a negative end: str.find would count it from the end)")
+                    w.emit(2, f"if stop - lo >= {len(literal)} and buf.find({w.const(literal)}, "
+                              f"max(lo, j - {len(literal)}), stop) != -1:")
+                    w.emit(3, "return True")
+                    w.emit(2, "break")
+                else:
+                    w.emit(2, f"if j + {before[1]} > q - {least}:")
+                    w.emit(3, "break")
+                    w.emit(2, f"q = j + {before[1]}")
+        w.emit(2, "return True")
+    w.emit(1, "return False")
+    namespace = {**w.names, "__builtins__": {"max": max}}
+    exec(compile("\n".join(w.lines), "<lookbehind>", "exec"), namespace)  # noqa: S102 - constants are names
+    return namespace["read"]
 
 
 def _forward_end(items: tuple, buf: str, lo: int) -> int | None:

@@ -59,6 +59,7 @@ from collections import _tuplegetter  # namedtuple's field reader (C)
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .behind import LookbehindReader
 from .budget import NO_LIMITS, ParseContext, ProbeGaveUp, SearchClock, as_context
 from .decided import alternative_patterns
 from .prefilter import Prefilter, make_prefilter
@@ -554,7 +555,8 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
     set when its lookbehind i holds there).
 
     Each lookbehind is evaluated at most once per position and remembered: not at all where the alternatives it
-    guards cannot even partially match; first on the text from ``window`` (where the current region began, an
+    guards cannot even partially match (a backward-only `parsing.behind` reading, no dearer than deciding them: not
+    where none of their first literals starts); first on the text from ``window`` (where the current region began, an
     index into ``buf``) when a match there is one in the whole stream; else on the whole stream (``before`` +
     ``buf``). A lookbehind with a reading of its own (balanced quotes, escape-delimited strings) is read, not run,
     both ways, each reading going on from where its last call stopped."""
@@ -564,9 +566,31 @@ def _variant(delim: Delimiter, buf: str, at: int, base: int, before: str, ctx: P
         key = (id(delim), i, at + base)
         holds = memo.get(key) if memo is not None else None
         if holds is None:
-            if (rest_shape.decide(buf, at, False)[0] == FAIL if rest_shape is not None
-                    else clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None):
-                continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
+            # A backward-only `LookbehindReader` written out as one function (with a `ScanState`, as every reading):
+            # read without the tests below and without deciding the guarded alternatives first.
+            read = quick.read if type(quick) is LookbehindReader and quick.backward_only and memo is not None else None
+            if rest_shape is not None:
+                # Most candidates start none of the guarded alternatives' first literals (a close's special token,
+                # where the guarded ones start with ";"): `Shape.walk`'s first test, with no call.
+                lead = rest_shape.lead
+                if lead is not None and not buf.startswith(lead[0], at) and (
+                        len(buf) - at >= lead[1] or at < len(buf) and buf[at] not in lead[2]):
+                    continue  # the guarded alternatives fail here (even partially) whatever the lookbehind says
+                # A backward-only reading is read without deciding them first: where they fail, its answer selects a
+                # variant that differs only by alternatives that fail here.
+                if read is None:
+                    decide = rest_shape.compiled
+                    if (decide(buf, at, False) if decide is not None else rest_shape.walk(buf, at, False))[0] == FAIL:
+                        continue
+            elif clock.run(delim, "match", buf, at, ctx, partial=True, pattern=rest) is None:
+                continue
+            if read is not None:
+                holds = (window_safe and window is not None and 0 <= window <= at and read(buf, window, at)
+                         or read(before + buf if before else buf, 0, at + len(before)))
+                memo[key] = holds
+                if holds:
+                    selected |= 1 << i
+                continue
             holds = False
             # A reading without `regex` (`parsing.template.balanced_quotes`, `parsing.escape_strings`) where the
             # lookbehind has one and the clock is a `ScanState`: it reads on from where its last call stopped.

@@ -152,6 +152,10 @@ class Shape:
     # items in all (what one more resume function costs from it).
     budget: object = field(default=None, compare=False, repr=False)
     size: int = field(default=0, compare=False, repr=False)
+    # (heads, head width, head first characters) as `heads` and its two companions would be for any number of
+    # branches (one included), or None where a branch may start otherwise: what rules every branch out at a
+    # position with one `str.startswith` and no walk (`parsing.scanner._variant`, before its lookbehind).
+    lead: tuple | None = field(default=None, compare=False, repr=False)
 
     def decide(self, buf: str, at: int, eos: bool, captures: dict | None = None,
                pause: tuple | None = None) -> tuple:
@@ -439,9 +443,16 @@ def shape_of(source: str, flags: int) -> Shape | None:
         if any(type(item) is _Mark for items, _ in branches for item in _all_items(items)):
             groups = compile_pattern(source, flags).groupindex
             order = tuple(sorted(groups, key=groups.get))
-        heads = _heads(branches) if len(branches) > 1 else None  # one branch: its walk rules it out as fast
-        shape = Shape(tuple(branches), named, order, heads, max(map(len, heads), default=0) if heads else 0,
-                      frozenset(head[0] for head in heads if head) if heads else frozenset())
+        try:
+            lead = _heads(branches)
+        except IndexError:  # (an empty lookahead: one branch may match anywhere; more than one: no shape, as before)
+            if len(branches) > 1:
+                raise
+            lead = None
+        if lead is not None:
+            lead = (lead, max(map(len, lead), default=0), frozenset(head[0] for head in lead if head))
+        heads = lead if len(branches) > 1 else None  # one branch: its walk rules it out as fast
+        shape = Shape(tuple(branches), named, order, *(heads or (None, 0, frozenset())), lead=lead)
         size = sum(len(items) + sum(map(len, ahead or ())) for items, ahead in branches)
         budget = _TEMPLATE_BUDGET.get()
         if size <= MAX_COMPILED_ITEMS and (budget is None or budget.compile_left >= size):
