@@ -1052,7 +1052,7 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
     for index, (items, ahead) in enumerate(shape.branches):
         if index < first:
             continue
-        w.emit(1, "for _ in (0,):  # branch %d: break = it fails" % index)
+        w.emit(1, "while True:  # branch %d: break = it fails (every way through it ends in a return or a break)" % index)
         if named and index > first:
             w.emit(2, "if captures:")
             w.emit(3, "captures.clear()")
@@ -1077,7 +1077,13 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
             _write_item(w, part, 2, True, index, k, named, marks=(relative, absolute))
             if type(part) is _Run and part.back is not None:
                 break  # the items after it are walked by `_give_back`
-        if ahead is not None:
+        if ahead is not None and len(ahead) == 1:
+            # One lookahead sequence, walked in the branch's own loop: a failure breaks out of the branch, a wait
+            # returns its pause at once (no count of waiting sequences to keep).
+            w.emit(2, "j0 = i")
+            for part in ahead[0]:
+                _write_item(w, part, 2, False, index, len(items), named, var="j0", direct=True)
+        elif ahead is not None:
             w.emit(2, "pending = 0")
             w.emit(2, "edge = None")
             w.emit(2, "ok = False")
@@ -1115,14 +1121,20 @@ def _compiled_decide(shape: "Shape", first: int = 0, item: int = 0, resuming: bo
 
 
 def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: int, named: bool,
-                var: str = "i", marks: tuple = ("None", "None")) -> None:
+                var: str = "i", marks: tuple = ("None", "None"), direct: bool = False) -> None:
     """Lines walking one item at ``var`` (`_walk`'s rules): on a failure ``break``; in consumed text an undecided
-    item returns its pause; in a lookahead it sets ``pending`` and breaks. ``marks``: expressions of the group
-    marks opened so far, as a pause keeps them and as `_give_back` takes them."""
+    item returns its pause; in a lookahead it sets ``pending`` and breaks, or with ``direct`` (the branch's only
+    lookahead sequence, after its ``k`` consumed items, which end at ``i``) returns the branch's pause.
+    ``marks``: expressions of the group marks opened so far, as a pause keeps them and as `_give_back` takes
+    them."""
     def undecided(literals: str | None, run: str | None) -> None:
-        if consuming:
-            w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, {marks[0]}, {literals}, {run}, "
-                              f"{var} - at)")
+        if consuming or direct:
+            if consuming:
+                w.emit(depth + 1, f"cause = ({index}, {k}, {var} - at, {_CAPS}, {marks[0]}, {literals}, {run}, "
+                                  f"{var} - at)")
+            else:  # (`Shape._waiting`'s pause: where the consumed items end, and the literal cut off, if one is)
+                w.emit(depth + 1, f"cause = ({index}, {k}, i - at, {_CAPS}, None, {literals}, None, "
+                                  f"{var if literals is not None else 'i'} - at)")
             if named:
                 w.emit(depth + 1, "if captures:")
                 w.emit(depth + 2, "captures.clear()")
@@ -1194,6 +1206,8 @@ def _write_item(w: _Writer, item, depth: int, consuming: bool, index: int, k: in
                 w.emit(depth + 1, "if captures:")
                 w.emit(depth + 2, "captures.clear()")
             w.emit(depth + 1, "return UNDECIDED, None")
+        elif direct:
+            undecided(None, None)
         else:
             w.emit(depth + 1, "pending += 1")
             w.emit(depth + 1, "edge = None")
