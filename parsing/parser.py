@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from copy import deepcopy
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Callable
 
 from .budget import ParseContext, ValuesBudget
@@ -68,7 +68,8 @@ class _Plan:
     """What every parser of one template needs, derived once and kept on the `CompiledTemplate`."""
 
     __slots__ = ("prefix_states", "watch", "dirty", "quick", "fast", "no_fast", "keep_context", "context", "trim_gap",
-                 "history", "readers", "origin_search", "start", "text", "defaults", "plain_defaults", "required")
+                 "history", "readers", "origin_search", "start", "text", "defaults", "plain_defaults", "required",
+                 "new_output", "anchor")
 
     def __init__(self, template: CompiledTemplate):
         self.watch: dict[str | None, WatchSet] = watch_sets(template)
@@ -115,10 +116,18 @@ class _Plan:
         # Defaults made of strings and numbers only are copied with `dict`, not `deepcopy` (a per-parse cost).
         self.plain_defaults = all(type(v) in (str, int, float, bool, type(None)) for v in template.defaults.values())
         self.required = tuple(name for name, f in template.fields.items() if not f.optional)
-        # A new parser's attributes taken from the template (`ResponseParser.__init__`'s order).
-        self.start = (template.fields, template.implicit, template.implicit, self.watch, self.dirty, self.quick,
-                      self.text, self.keep_context, self.context, self.trim_gap, self.origin_search, self.fast,
-                      self.fast[template.implicit])
+        # A new parser's message: a plain dict of the defaults (`deepcopy` where a value is not a string or number).
+        defaults = template.defaults
+        self.new_output = (partial(deepcopy, defaults) if not self.plain_defaults
+                           else defaults.copy if type(defaults) is dict else partial(dict, defaults))
+        # The start anchor's plain literals (`CompiledTemplate.anchor_literals`): a prefix ending with one keeps nothing.
+        self.anchor = template.anchor_literals()
+        # A new parser's attributes that are the same for every parser of the template, in `ResponseParser.__init__`'s
+        # order (which documents them): the options' defaults, the template's tables, the empty stream's state.
+        self.start = ({}, False, False, _DEFAULT_LIMITS, _DEFAULT_LIMITS, template.fields, template.implicit,
+                      template.implicit, self.watch, self.dirty, self.quick, self.text, self.trim_gap, self.fast,
+                      self.fast[template.implicit], None, None, 0, None, None, "", 0, 0, 0, 0, -1, None, False,
+                      _NO_CAPTURES, False, 0, (template.implicit, 0))
         # (kept prefix, regex_timeout) -> the parser's state after reading that prefix, when reading it committed
         # no region and left no search state behind (`ResponseParser._read_prefix`): most responses of one
         # template start from one of a few generation prompts ("<think>\n").
@@ -252,8 +261,8 @@ class ResponseParser:
     # Slots: past 30 attributes an instance's __dict__ stops sharing its keys with the others' on CPython 3.11,
     # and then every attribute read in the hot paths and every store in __init__ costs more. ``__dict__`` stays
     # for callers that annotate a parser.
-    __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text", "_keep_context", "_context",
-                 "_trim_gap", "_history", "_history_len", "_origin_search", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
+    __slots__ = ("template", "_tool_params", "_spans", "_recover", "_limits", "_ctx", "_plan", "_fields", "_implicit", "_watch", "_dirty", "_quick", "_text",
+                 "_trim_gap", "_history", "_history_len", "_clock", "_output", "_buf", "_tail", "_base", "_pos",
                  "_origin", "_state_start", "_still_at", "_commits_here", "_current", "_fast_states", "_fast", "_held",
                  "_opened", "_captures", "_body", "_body_blocks", "_finalized", "delimiters", "prefix_length",
                  "initial_events", "_feed_start",
@@ -275,75 +284,77 @@ class ResponseParser:
         self.template: CompiledTemplate = template
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
-        self._tool_params = tool_parameters(tools) if tools else {}
-        self._spans = spans
-        self._recover = recover
-        # Limits for every user regex; with a time budget, `_timed` swaps in a copy carrying the deadline.
-        # (with max_values, a context of this parser's own: it carries the parse's count of built values)
-        if max_values is not None:
-            limits = ParseContext(regex_timeout, values=ValuesBudget(max_values))
-        elif regex_timeout is DEFAULT_REGEX_TIMEOUT:  # the default argument itself
-            limits = _DEFAULT_LIMITS
-        else:
-            limits = _limits_for(regex_timeout)
-        self._limits = self._ctx = limits
-        if time_budget is not None:  # keeps the unbudgeted `feed` and `finalize` free of any per-call check
-            self._time_budget = time_budget
-            self.__class__ = _BudgetedParser  # not bound methods on the instance: a cycle kept its message alive
         plan = template.derived.get("parser")
         if plan is None:
             plan = _Plan.of(template)
         self._plan = plan
-        # What every parser of the template starts from (`_Plan.start`), in one unpacking.
-        (self._fields, self._implicit, self._current, self._watch, self._dirty, self._quick, self._text,
-         self._keep_context, self._context, self._trim_gap, self._origin_search, self._fast_states,
-         self._fast) = plan.start
-        if spans:  # every chunk is accounted for: no fast path
-            self._fast_states, self._fast = plan.no_fast, None
-        # `_fast`: the current state's fast-path data (`_Plan.fast`) while nothing is held (None while text is held,
-        # with spans, after `finalize`); `_held`: the same while text is held, for `feed`'s quick look at it. Both
-        # None: `feed`'s general path (`_process` sets them again when it is done).
-        self._held = None
-        self._history: list[str] | None = [] if plan.history else None  # trimmed text, for unbounded lookbehinds
-        self._history_len = 0
-        self._clock: ScanState | None = None  # made on the first full scan
-        self._output: dict[str, Any] = dict(plan.defaults) if plan.plain_defaults else deepcopy(plan.defaults)
-        # field -> the pieces of its joined string not yet joined into `_output` (`_join_store`), or None
-        self._joins: dict[str, list[str]] | None = None
+        # What every parser of the template starts from, in one unpacking (`_Plan.start`; per-parser containers
+        # below). The state:
+        # - `_fast`: the current state's fast-path data (`_Plan.fast`) while nothing is held (None while text is
+        #   held, with spans, after `finalize`); `_held`: the same while text is held, for `feed`'s quick look at it.
+        #   Both None: `feed`'s general path (`_process` sets them again when it is done).
+        # - `_limits`: the limits of every user regex (`_ctx`: the same, or with a time budget the copy `_timed`
+        #   swaps in, carrying the deadline).
+        # - `_history`: with unbounded lookbehinds, the text trimmed from the scan buffer (`_history_len` chars).
+        # - `_clock`: the search state (`ScanState`), made on the first full scan.
+        # - `_joins`: field -> the pieces of its joined string not yet joined into `_output` (`_join_store`).
+        # - Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed
+        #   offset; `_origin` is where the reference's next search starts: the end of the last delimiter, or where
+        #   it last flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
+        # - `_state_start`: the stream offset where the current region (or the implicit state) began.
+        # - Zero-width delimiters committed at one stream position with no text between them: the position
+        #   (`_still_at`), and each (state, delimiter) commit there -> its index (`_commits_here`, made when
+        #   `_still_at` first moves: -1 never equals a position). The same commit again there repeats forever.
+        # - `_tool_params`: tool name -> its schema's ``properties``, read at construction as the reference does.
+        # - `_captures`: the open region's captures (`_NO_CAPTURES` while none is open; only ever replaced).
+        # - `_feed_start`: where the reference's one-shot feed of the generation starts: the state and search
+        #   position after the prefix (set again below where reading the prefix moves them).
+        (self._tool_params, self._spans, self._recover, self._limits, self._ctx, self._fields, self._implicit,
+         self._current, self._watch, self._dirty, self._quick, self._text, self._trim_gap, self._fast_states,
+         self._fast, self._held, self._history, self._history_len, self._clock, self._joins, self._buf, self._base,
+         self._pos, self._origin, self._state_start, self._still_at, self._commits_here, self._opened,
+         self._captures, self._finalized, self.prefix_length, self._feed_start) = plan.start
+        if tools:
+            self._tool_params = tool_parameters(tools)
+        if spans:
+            self._spans = spans
+            self._fast_states, self._fast = plan.no_fast, None  # every chunk is accounted for: no fast path
+            self._stream_parts = []  # span bookkeeping
+            self._segments = []
+        if recover:
+            self._recover = recover
+        # (with max_values, a context of this parser's own: it carries the parse's count of built values)
+        if max_values is not None:
+            self._limits = self._ctx = ParseContext(regex_timeout, values=ValuesBudget(max_values))
+        elif regex_timeout is not DEFAULT_REGEX_TIMEOUT:  # (not the default argument itself)
+            self._limits = self._ctx = _limits_for(regex_timeout)
+        if time_budget is not None:  # keeps the unbudgeted `feed` and `finalize` free of any per-call check
+            self._time_budget = time_budget
+            self.__class__ = _BudgetedParser  # not bound methods on the instance: a cycle kept its message alive
+        if plan.history:
+            self._history = []
+        self._output: dict[str, Any] = plan.new_output()
         # characters the joined strings may still add (None: no limit), out of `_join_limit` (`_close_current`)
         self._join_budget = self._join_limit = max_join_chars
-        # Scan window: `_buf` holds the stream from absolute offset `_base`; `_pos` is the first unconsumed offset;
-        # `_origin` is where the reference's next search starts: the end of the last delimiter, or where it last
-        # flushed by its own rule (at the end of the prefix). Flushing by our rule never moves it.
-        self._buf = ""
         # Chunks the fast path consumed after `_buf`, not yet joined to it (only while nothing is held).
         self._tail: list[str] = []
-        self._base = self._pos = self._origin = 0
-        self._state_start = 0  # stream offset where the current region (or the implicit state) began
-        # Zero-width delimiters committed at one stream position with no text between them: the position, and
-        # each (state, delimiter) commit there -> its index. The same commit again there repeats forever.
-        self._still_at = -1
-        self._commits_here: dict = {}
-        self._opened = False
-        self._captures: dict = {}
         # Body of the open region: recent chunks, plus older chunks joined into blocks of BODY_BLOCK chunks
         # (a list of millions of 4-character strings would cost ten times the text it holds).
         self._body: list[str] = []
         self._body_blocks: list[str] = []
-        self._finalized = False
-        if spans:  # span bookkeeping
-            self._stream_parts = []
-            self._segments = []
         self.delimiters: list[dict] = []
-        self.prefix_length = 0
         self.initial_events: list[dict] = []
         if prefix:
-            if time_budget is None:
-                self._read_prefix(prefix)
-            else:
+            if time_budget is not None:
                 self._timed("prefix", self._read_prefix, prefix)
-        # Where the reference's one-shot feed of the generation starts: the state and search position after the prefix.
-        self._feed_start = (self._current, self._origin)
+                self._feed_start = (self._current, self._origin)
+            elif isinstance(prefix, str) and prefix.endswith(plan.anchor):
+                # Most prompts end with the anchor (`CompiledTemplate.anchor_end`'s first case): nothing is kept.
+                if spans:
+                    self.dropped_prefix = prefix
+            else:
+                self._read_prefix(prefix)
+                self._feed_start = (self._current, self._origin)
 
     def _read_prefix(self, prefix: str) -> None:
         cut = self.template.anchor_end(prefix, self._ctx)  # (`truncate_prefix`, without copying `dropped`)
@@ -730,11 +741,12 @@ class ResponseParser:
 
     def _trim(self) -> None:
         """Drop consumed text from the scan buffer, keeping what the template's lookbehinds can reach (plus a margin)."""
-        consumed = (min(self._pos, self._origin) if self._origin_search else self._pos) - self._base
-        if not self._keep_context:
+        plan = self._plan
+        consumed = (min(self._pos, self._origin) if plan.origin_search else self._pos) - self._base
+        if not plan.keep_context:
             cut = consumed
-        elif consumed >= TRIM_EVERY + self._context:
-            cut = consumed - self._context
+        elif consumed >= TRIM_EVERY + plan.context:
+            cut = consumed - plan.context
         else:
             return
         if cut:

@@ -243,6 +243,17 @@ class CompiledTemplate:
             return "", prefix
         return prefix[:last_end], prefix[last_end:]
 
+    def anchor_literals(self) -> tuple[str, ...]:
+        """The start anchor's literals when its matches are plain occurrences of them, no two of which can overlap
+        (the last match then ends where the last occurrence of one ends: a text search, no regex); ``()`` when the
+        anchor needs its regex. Derived once (``derived["anchor_literals"]``)."""
+        plain = self.derived.get("anchor_literals")
+        if plain is None:
+            literals = self.start_anchor.literals
+            plain = self.derived["anchor_literals"] = (
+                tuple(literals) if literals is not None and not _literals_overlap(literals) else ())
+        return plain
+
     def anchor_end(self, prefix: str, timeout: ParseContext | float | None = None) -> int | None:
         """Where the last start-anchor match in ``prefix`` ends (`truncate_prefix`'s cut), None where the anchor
         does not occur: a parser keeps only what follows, without copying the (often long) text before it.
@@ -257,12 +268,10 @@ class CompiledTemplate:
             # ("a bytes-like object is required, not 'int'"), not an AttributeError of a string method.
             for _ in anchor.regex.finditer(prefix):
                 break
-        plain = self.derived.get("anchor_literals", False)
-        if plain is False:
-            literals = anchor.literals
-            plain = self.derived["anchor_literals"] = (
-                tuple(literals) if literals is not None and not _literals_overlap(literals) else None)
-        if plain is not None:
+        plain = self.derived.get("anchor_literals")
+        if plain is None:
+            plain = self.anchor_literals()
+        if plain:
             # Literals no two occurrences of which can overlap: every occurrence is a match, and the last match
             # ends where the last occurrence of one of them ends (plain text search, no regex to run).
             if prefix.endswith(plain):

@@ -19,12 +19,15 @@ def tool_parameters(tools: list | None) -> dict[str, dict]:
     Entries that are neither functions nor schema dicts with a string ``name`` are ignored.
     """
     params: dict[str, dict] = {}
-    for tool in tools or []:
-        if type(tool) is not dict and (isfunction(tool) or ismethod(tool)):
-            from transformers.utils import get_json_schema  # heavy; only for Python-function tools
+    for tool in tools or ():
+        if not isinstance(tool, dict):  # (a dict is never a function or method)
+            if isfunction(tool) or ismethod(tool):
+                from transformers.utils import get_json_schema  # heavy; only for Python-function tools
 
-            tool = get_json_schema(tool)
-        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+                tool = get_json_schema(tool)
+            if not isinstance(tool, dict):
+                continue
+        fn = tool.get("function", tool)
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             parameters = fn.get("parameters")
             properties = parameters.get("properties") if isinstance(parameters, dict) else None
