@@ -29,7 +29,7 @@ from .budget import ParseContext, ValuesBudget
 from .content import parse_content, quick_parser, xml_inline_reader
 from .errors import BudgetExceededError, TemplateError, ValuesBudgetError
 from .scanner import Hit, ScanState, make_hit, WatchSet, literal_step, scan, scan_as_reference, shape_step, watch_sets
-from .template import CompiledTemplate, FieldSpec, load_template
+from .template import CompiledTemplate, FieldSpec, last_literal_end, load_template
 from .tools import tool_parameters, type_tool_calls
 from .transform import transform_value
 
@@ -353,42 +353,63 @@ class ResponseParser:
                 if spans:
                     self.dropped_prefix = prefix
             else:
-                self._read_prefix(prefix)
+                self._read_prefix(prefix, not spans and not recover and max_values is None)
                 self._feed_start = (self._current, self._origin)
 
-    def _read_prefix(self, prefix: str) -> None:
-        cut = self.template.anchor_end(prefix, self._ctx)  # (`truncate_prefix`, without copying `dropped`)
+    def _read_prefix(self, prefix: str, reusable: bool = False) -> None:
+        """Cut the prompt after its last start-anchor match and run the rest through the parser, as the reference
+        does before any generation (its events are `initial_events`). ``reusable``: no option keeps the state
+        reached from being shared with other parsers of the template (`_Plan.prefix_states`): no spans, recover,
+        time budget or values budget."""
+        plain = self._plan.anchor
+        if plain and isinstance(prefix, str):
+            cut = last_literal_end(prefix, plain)  # (`CompiledTemplate.anchor_end`, its test of the end done or moot)
+        else:
+            cut = self.template.anchor_end(prefix, self._ctx)  # (`truncate_prefix`, without copying `dropped`)
         if not cut:
             logger.info("the start anchor does not occur in the prefix; parsing the whole prefix")
-            kept = prefix
+            kept = prefix  # (not empty: only a prefix that is not is read)
         else:
             if self._spans:
                 self.dropped_prefix = prefix[:cut]
             if cut == len(prefix):
-                return  # nothing kept (most prompts end with the anchor)
+                return  # nothing kept
             kept = prefix[cut:]
-        if kept:
-            reusable = (not self._spans and not self._recover and self._time_budget is None and len(kept) <= 4096
-                        and self._limits.values is None)
-            states = self._plan.prefix_states
-            key = (kept, self._limits.regex_timeout)
-            if reusable:
+        if reusable:
+            if len(kept) <= 4096:
+                states = self._plan.prefix_states
+                key = (kept, self._limits.regex_timeout)
                 state = states.get(key)
                 if state is not None:
-                    self._restore(state)
+                    # Take the state another parser reached after reading the same prefix (`_reusable_state`), and
+                    # where its `_process` left `feed` (its fast path, or its held path).
+                    (self._buf, self._base, self._pos, self._origin, self._state_start, self._current, self._opened,
+                     captures, body, blocks, history, self._history_len, self.prefix_length, events, self._fast,
+                     self._held) = state
+                    if captures:
+                        self._captures = dict(captures)
+                    if body:
+                        self._body = list(body)
+                    if blocks:
+                        self._body_blocks = list(blocks)
+                    if history:  # (else `__init__`'s empty list, or None)
+                        self._history = list(history)
+                    self.initial_events = list(map(dict, events))  # (copies: a caller may change its events)
                     return
-            self.prefix_length = len(kept)
-            self._append(kept)
-            # The reference runs the prefix through its parser on its own, before any generation, so the end
-            # of the prefix is a chunk boundary even for a one-shot parse: decided by its rule there.
-            self._process(self.initial_events, eos=False, as_reference=True)
-            if reusable and self._reusable_state():
-                if len(states) >= PREFIX_STATES:
-                    states.clear()
-                states[key] = (self._buf, self._base, self._pos, self._origin, self._state_start, self._current,
-                               self._opened, dict(self._captures), tuple(self._body), tuple(self._body_blocks),
-                               None if self._history is None else tuple(self._history), self._history_len,
-                               self.prefix_length, tuple(dict(e) for e in self.initial_events))
+            else:
+                reusable = False
+        self.prefix_length = len(kept)
+        self._append(kept)
+        # The reference runs the prefix through its parser on its own, before any generation, so the end
+        # of the prefix is a chunk boundary even for a one-shot parse: decided by its rule there.
+        self._process(self.initial_events, eos=False, as_reference=True)
+        if reusable and self._reusable_state():
+            if len(states) >= PREFIX_STATES:
+                states.clear()
+            states[key] = (self._buf, self._base, self._pos, self._origin, self._state_start, self._current,
+                           self._opened, dict(self._captures), tuple(self._body), tuple(self._body_blocks),
+                           None if self._history is None else tuple(self._history), self._history_len,
+                           self.prefix_length, tuple(dict(e) for e in self.initial_events), self._fast, self._held)
 
     def _reusable_state(self) -> bool:
         """Whether the state after reading the prefix can be handed to another parser of the same template and
@@ -399,20 +420,6 @@ class ResponseParser:
                 and self._output == self.template.defaults
                 and (clock is None or not (clock.spent or clock.slow or clock.waiting or clock.lookbehinds
                                            or clock.probes or clock.given_up or clock.deferred is not None)))
-
-    def _restore(self, state: tuple) -> None:
-        """Take the state another parser reached after reading the same prefix (see `_reusable_state`)."""
-        (self._buf, self._base, self._pos, self._origin, self._state_start, self._current, self._opened, captures,
-         body, blocks, history, self._history_len, self.prefix_length, events) = state
-        self._fast = self._held = None  # the first feed takes `feed`'s general path (its `_process` sets them)
-        if captures:
-            self._captures = dict(captures)
-        self._body = list(body)
-        if blocks:
-            self._body_blocks = list(blocks)
-        if history is not None:
-            self._history = list(history)
-        self.initial_events = list(map(dict, events))  # (copies: a caller may change its events)
 
     # ----------------------------------------------------------------- public API
     def feed(self, text: str) -> list[dict]:

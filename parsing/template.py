@@ -276,16 +276,23 @@ class CompiledTemplate:
             # ends where the last occurrence of one of them ends (plain text search, no regex to run).
             if prefix.endswith(plain):
                 return len(prefix)  # none can end later (most prompts end with the anchor)
-            last_end = None
-            for literal in plain:
-                found = prefix.rfind(literal)
-                if found != -1 and (last_end is None or found + len(literal) > last_end):
-                    last_end = found + len(literal)
-        else:
-            last_end = None
-            for m in anchor.run("finditer", prefix, timeout=timeout):
-                last_end = m.end()
+            return last_literal_end(prefix, plain)
+        last_end = None
+        for m in anchor.run("finditer", prefix, timeout=timeout):
+            last_end = m.end()
         return last_end
+
+
+def last_literal_end(text: str, literals: tuple[str, ...]) -> int | None:
+    """Where the last occurrence of one of ``literals`` ends in ``text`` (None: none occurs). For literals no two
+    occurrences of which can overlap (`CompiledTemplate.anchor_literals`), every occurrence is a match of the
+    anchor they make, and this is where its last match ends."""
+    last_end = None
+    for literal in literals:
+        found = text.rfind(literal)
+        if found != -1 and (last_end is None or found + len(literal) > last_end):
+            last_end = found + len(literal)
+    return last_end
 
 
 def _literals_overlap(literals) -> bool:
