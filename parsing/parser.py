@@ -284,8 +284,9 @@ class ResponseParser:
         self.template: CompiledTemplate = template
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
-        plan = template.derived.get("parser")
-        if plan is None:
+        try:
+            plan = template.derived["parser"]  # (a subscript: cheaper than a call of ``get``)
+        except KeyError:
             plan = _Plan.of(template)
         self._plan = plan
         # What every parser of the template starts from, in one unpacking (`_Plan.start`; per-parser containers
