@@ -256,7 +256,6 @@ def test_distinct_big_pattern_templates_leave_memory_flat(memory_server):
     """Trial 13 F8: each template whose close pattern writes out 99,000 items (under the compile cap) grew the server
     by ~28 MB, kept (`regex`'s own cache of 500 patterns, ours counted in entries). Once the pattern caches are full,
     more distinct templates add nothing but what those caches may hold."""
-    import httpx
     import regex
 
     from parsing.regex_cost import CACHED_PATTERN_SIZE, compile_size
