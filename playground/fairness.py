@@ -122,9 +122,9 @@ def session_refusal_text(new_sessions: int, window: float) -> str:
 
 def _fair_place(queue: Any, event_id: str, trust_forwarded: bool) -> int | None:
     """Move the waiting job ``event_id`` of ``queue`` (a gradio 6.31 queue) ahead of the waiting jobs of its event
-    that are a later job of their own client than it is of its client: a job's turn is how many jobs its client
-    has running or waiting before it. Returns its new place among the waiting jobs, or None when it is not waiting
-    (run at once, or unknown)."""
+    that are a later job of their own client than it is of its client, but never ahead of a waiting job of its own
+    client: a job's turn is how many jobs its client has running or waiting before it. Returns its new place among
+    the waiting jobs, or None when it is not waiting (run at once, or unknown)."""
     event = queue.event_ids_to_events.get(event_id)
     line = getattr(queue, "event_queue_per_concurrency_id", {}).get(getattr(event, "concurrency_id", None))
     if line is None or not line.queue or line.queue[-1] is not event:
@@ -136,13 +136,19 @@ def _fair_place(queue: Any, event_id: str, trust_forwarded: bool) -> int | None:
             key = client_key(other.request, trust_forwarded)
             ahead[key] = ahead.get(key, 0) + 1
     waiting = line.queue[:-1]
+    mine = client_key(event.request, trust_forwarded)
     turns = []
-    for other in waiting:
+    after = 0  # never before its client's own waiting jobs: a client's jobs run in the order it sent them
+    for i, other in enumerate(waiting):
         key = client_key(other.request, trust_forwarded)
         turns.append(ahead.get(key, 0))
         ahead[key] = ahead.get(key, 0) + 1
-    own = ahead.get(client_key(event.request, trust_forwarded), 0)
-    place = next((i for i, turn in enumerate(turns) if turn > own), len(waiting))
+        if key == mine:
+            after = i + 1
+    own = ahead.get(mine, 0)
+    # (the turns of the jobs already waiting fall as their clients' jobs finish, in any line, so the line is not
+    # sorted by turn: a job placed only by turn could pass one of its own client's)
+    place = next((i for i in range(after, len(waiting)) if turns[i] > own), len(waiting))
     if place < len(waiting):
         line.queue.pop()
         line.queue.insert(place, event)

@@ -223,3 +223,22 @@ def test_a_visitor_with_nothing_running_is_served_before_the_later_jobs_of_other
     assert waiting() == ["v0", "a1", "b1", "v1", "a2", "b2", "a3", "b3"]
     assert told[-2:] == [0, 3]  # the jobs from the new one's place on are told their new places
     assert join("c0", "203.0.113.3")[0] and waiting()[:2] == ["v0", "c0"]
+
+
+def test_a_visitors_own_jobs_keep_their_order_when_its_turn_falls():
+    """Trial 16 M1: a job is placed by its client's turn, but the turns of the jobs already waiting fall as their
+    clients' jobs finish (in any line), so the line is not sorted by turn, and a visitor's new job was placed ahead
+    of its own older one (its "Check current run" ran before the paste it was to check)."""
+    demo, join, run, waiting, told = _queue_demo()
+    install(demo, 8, trust_forwarded=True)
+    for who, address in (("a0", "203.0.113.1"), ("a1", "203.0.113.1"), ("b0", "203.0.113.2"), ("b1", "203.0.113.2")):
+        assert join(who, address)[0]
+        run()  # two jobs of each visitor running
+    assert join("b2", "203.0.113.2")[0] and join("a2", "203.0.113.1")[0]
+    assert waiting() == ["b2", "a2"]  # each with its turn 2 (first come)
+    jobs = demo._queue.event_ids_to_events
+    for job_id in [i for i, e in jobs.items() if e.who in ("a0", "a1")]:
+        del jobs[job_id]  # a's running jobs end: a2's turn is 0 now, b2's still 2
+    assert join("a3", "203.0.113.1")[0]
+    assert waiting() == ["b2", "a2", "a3"]  # after its own a2 (by turn alone it would go first)
+    assert join("c0", "203.0.113.3")[0] and waiting() == ["c0", "b2", "a2", "a3"]  # others still take turns
