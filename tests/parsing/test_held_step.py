@@ -86,21 +86,26 @@ def outcomes(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
 def test_a_literal_completed_at_the_held_position_is_scanned_as_process_would(name, outcomes):
-    template = load_template(TEMPLATES[name])
     for text in TEXTS[name]:
-        expected = ref_expected(TEMPLATES[name], "", text)
-        for chunks in _chunkings(text):
-            direct = _run(ResponseParser(template, ""), chunks)
-            # (a time budget: `feed` leaves the held literal to `_process`)
-            general = _run(ResponseParser(template, "", time_budget=3600.0), chunks)
-            assert direct == general, (text, chunks)
-            if type(direct[-1][0]) is dict:
-                events = [e for events, _ in direct[:-1] for e in events] + direct[-1][1]
-                got = Outcome(message=direct[-1][0], events=events)
-                assert same_outcome(expected, got), (text, chunks, expected.describe(), got.describe())
-            else:
-                assert expected.error is not None and type(expected.error).__name__ == direct[-1][0], (text, chunks)
+        _assert_feed_is_process_and_reference(TEMPLATES[name], text)
     assert outcomes, "no literal completed at the held position"
+
+
+def _assert_feed_is_process_and_reference(spec: dict, text: str) -> None:
+    """Every chunking of ``text`` gives, through `feed`'s own steps, what `_process` gives (a time budget sends
+    `feed` there) and the reference's one-shot result."""
+    template = load_template(spec)
+    expected = ref_expected(spec, "", text)
+    for chunks in _chunkings(text):
+        direct = _run(ResponseParser(template, ""), chunks)
+        general = _run(ResponseParser(template, "", time_budget=3600.0), chunks)
+        assert direct == general, (text, chunks)
+        if type(direct[-1][0]) is dict:
+            events = [e for events, _ in direct[:-1] for e in events] + direct[-1][1]
+            got = Outcome(message=direct[-1][0], events=events)
+            assert same_outcome(expected, got), (text, chunks, expected.describe(), got.describe())
+        else:
+            assert expected.error is not None and type(expected.error).__name__ == direct[-1][0], (text, chunks)
 
 
 def test_every_outcome_of_the_held_scan_is_reached(outcomes):
@@ -135,19 +140,7 @@ def test_index_zero_under_a_start_shape_is_scanned_as_process_would(text, start_
     """The first chunk at index 0 (and a held text there) in a state whose ^-delimiters are shapes: `feed` runs
     `shape_step` from index 0 itself; every chunking gives what `_process` gives (a time budget sends `feed` there)
     and the reference's one-shot result."""
-    spec = TEMPLATES["start_shape"]
-    template = load_template(spec)
-    expected = ref_expected(spec, "", text)
-    for chunks in _chunkings(text):
-        direct = _run(ResponseParser(template, ""), chunks)
-        general = _run(ResponseParser(template, "", time_budget=3600.0), chunks)
-        assert direct == general, (text, chunks)
-        if type(direct[-1][0]) is dict:
-            events = [e for events, _ in direct[:-1] for e in events] + direct[-1][1]
-            got = Outcome(message=direct[-1][0], events=events)
-            assert same_outcome(expected, got), (text, chunks, expected.describe(), got.describe())
-        else:
-            assert expected.error is not None and type(expected.error).__name__ == direct[-1][0], (text, chunks)
+    _assert_feed_is_process_and_reference(TEMPLATES["start_shape"], text)
     assert start_steps["calls"], "feed never scanned index 0 itself"
 
 
